@@ -1,0 +1,206 @@
+"""The ``xcompact`` command: parse options, call the library, print, map errors to exit codes.
+
+stdout carries data only; progress, warnings, errors and the summary go to stderr."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Iterable
+
+import click
+
+from . import __version__
+from . import options as opt
+from .errors import InvalidInputError, OutputError, UsageError, XCompactError
+from .report import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Report
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def _emit(line: str) -> None:
+    click.echo(line, err=True)
+
+
+def _progress(quiet: bool):
+    """tqdm over records on stderr, only for a person watching a terminal."""
+    if quiet or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    def wrap(it: Iterable) -> Iterable:
+        return tqdm(it, unit="conv", file=sys.stderr, leave=False)
+
+    return wrap
+
+
+def _run_command(command: str, inputs: tuple[str, ...], output: str | None, in_place: bool,
+                 report_path: str | None, quiet: bool, settings_kwargs: dict[str, Any],
+                 parameters: dict[str, Any]) -> None:
+    from .files import plan_outputs
+    from .pipeline import Settings
+    from .runner import run
+
+    settings = Settings(command=command, **settings_kwargs)
+    try:
+        targets = plan_outputs(list(inputs), output if command != "validate" else None, in_place) \
+            if command != "validate" else _validate_targets(inputs)
+    except (UsageError, OutputError) as exc:
+        raise click.UsageError(str(exc)) from None
+    try:
+        report = Report(command=command, parameters=parameters, report_path=report_path)
+    except OSError as exc:
+        raise click.UsageError(f"cannot write the report {report_path}: {exc.strerror}") from None
+    try:
+        run(targets, settings, report, _emit, quiet=quiet, progress=_progress(quiet))
+    except KeyboardInterrupt:
+        report.abort()
+        _emit("interrupted: no output was left half-written")
+        sys.exit(EXIT_INTERRUPTED)
+    report.close()
+    if not quiet:
+        _emit(report.summary())
+    sys.exit(report.exit_code)
+
+
+def _validate_targets(inputs: tuple[str, ...]):
+    from .files import Target, expand_inputs
+
+    files = expand_inputs(list(inputs))
+    if not files:
+        raise UsageError("no input files found (directories are searched for *.json and *.jsonl)")
+    return [Target(f, None) for f in files]
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+@click.version_option(__version__, "-V", "--version", prog_name="xcompact")
+def cli() -> None:
+    """Compact saved LLM conversation transcripts offline, in batch.
+
+    Inputs are dumps() JSON objects, bare lists of messages, or JSONL (one conversation per
+    line); "-" reads stdin; directories are searched for *.json and *.jsonl. Exit codes:
+    0 all went well, 1 some conversation or file failed, 2 usage error, 130 interrupted.
+    """
+
+
+@cli.command()
+@opt.io_options
+@opt.keep
+@opt.originals
+@opt.token_options
+def toolcall(inputs: tuple[str, ...], output: str | None, in_place: bool, report_path: str | None,
+             quiet: bool, strict: bool, keep: int, originals: str, encoding: str, no_tokens: bool) -> None:
+    """Tier 1: replace old tool results by a placeholder naming their tool-call ID.
+
+    Tool results older than the most recent --keep are replaced where the placeholder is
+    shorter; the originals stay in the dump under compacted_tool_results (see extract, restore).
+
+    \b
+    Example:
+      xcompact toolcall fixtures/taubench_airline_5.jsonl --keep 4 -o out.jsonl --report report.json
+    """
+    _run_command("toolcall", inputs, output, in_place, report_path, quiet,
+                 dict(keep=keep, keep_originals=originals == "keep", strict=strict,
+                      count_tokens=not no_tokens, encoding=encoding),
+                 dict(keep=keep, originals=originals, strict=strict, encoding=encoding, tokens=not no_tokens))
+
+
+@cli.command()
+@opt.io_options
+@opt.token_options
+def restore(inputs: tuple[str, ...], output: str | None, in_place: bool, report_path: str | None,
+            quiet: bool, strict: bool, encoding: str, no_tokens: bool) -> None:
+    """Give back the conversations as they were before compaction.
+
+    Puts every stored original back in place of its placeholder and undoes summaries.
+
+    \b
+    Example:
+      xcompact restore out.jsonl -o restored.jsonl
+    """
+    _run_command("restore", inputs, output, in_place, report_path, quiet,
+                 dict(strict=strict, count_tokens=not no_tokens, encoding=encoding),
+                 dict(strict=strict, encoding=encoding, tokens=not no_tokens))
+
+
+@cli.command()
+@opt.inputs
+@opt.report
+@opt.quiet
+@opt.strict
+def validate(inputs: tuple[str, ...], report_path: str | None, quiet: bool, strict: bool) -> None:
+    """Check conversations against the schema and the tool-pairing rules; write nothing.
+
+    Exit 1 when any conversation is invalid (with --strict, also on broken tool pairing or
+    repeated tool-call IDs).
+
+    \b
+    Example:
+      xcompact validate fixtures/
+    """
+    _run_command("validate", inputs, None, False, report_path, quiet,
+                 dict(strict=strict, count_tokens=False), dict(strict=strict))
+
+
+@cli.command()
+@click.argument("tool_call_id")
+@click.argument("input_path", metavar="INPUT")
+@click.option("--occurrence", type=click.IntRange(min=1), default=None,
+              help="With a repeated tool-call ID: the K-th result with that ID (default: the first).")
+@click.option("--line", "line_no", type=click.IntRange(min=1), default=None,
+              help="JSONL: look only in the conversation on this line.")
+def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no: int | None) -> None:
+    """Print the original content of a compacted tool result.
+
+    A string is printed as it is; list-of-parts content is printed as JSON. When several
+    conversations hold the ID, the first one is used (--line chooses).
+
+    \b
+    Example:
+      xcompact extract call_abc123 out.jsonl --line 2
+    """
+    import orjson
+
+    from .files import iter_records, parse_record
+    from .toolcall import extract_tool_result
+
+    found = []
+    errors = 0
+    try:
+        for rec in iter_records(input_path):
+            if line_no is not None and rec.line not in (line_no, None):
+                continue
+            try:
+                dump, _ = parse_record(rec.raw)
+                content, shared = extract_tool_result(dump, tool_call_id, occurrence)
+                found.append((rec, content, shared))
+            except InvalidInputError as exc:
+                if "no compacted tool result" not in str(exc):
+                    errors += 1
+                    _emit(f"error: {rec.where}: {exc}")
+    except (InvalidInputError, OSError) as exc:
+        _emit(f"error: {input_path}: {getattr(exc, 'strerror', None) or exc}")
+        sys.exit(EXIT_FAILED)
+    if not found:
+        _emit(f"error: {input_path}: no compacted tool result with ID {tool_call_id!r}"
+              + (f" (occurrence {occurrence})" if occurrence else ""))
+        sys.exit(EXIT_FAILED)
+    rec, content, shared = found[0]
+    if shared > 1 and occurrence is None:
+        _emit(f"warning: {rec.where}: {shared} compacted results share ID {tool_call_id!r}; "
+              "printing the first (use --occurrence K)")
+    if len(found) > 1:
+        _emit(f"warning: {len(found)} conversations hold ID {tool_call_id!r}; printing {rec.where} (use --line)")
+    if isinstance(content, str):
+        sys.stdout.write(content if content.endswith("\n") else content + "\n")
+    else:
+        sys.stdout.buffer.write(orjson.dumps(content) + b"\n")
+    sys.exit(EXIT_FAILED if errors else EXIT_OK)
+
+
+def main() -> None:
+    """Console-script entry point: XCompactError never escapes as a traceback."""
+    try:
+        cli(prog_name="xcompact")
+    except XCompactError as exc:
+        _emit(f"error: {exc}")
+        sys.exit(EXIT_USAGE if isinstance(exc, UsageError) else EXIT_FAILED)

@@ -1,0 +1,293 @@
+"""All reading and writing: input discovery, form detection, streaming records, atomic output.
+
+Forms: ``jsonl`` (one conversation per line, streamed line by line) and ``json`` (one document:
+a dumps() object or a bare list). ``.jsonl``/``.ndjson`` files are JSONL; ``.json`` files are
+documents (falling back to JSONL when the whole file is not one JSON value but its first line
+is); stdin and other names are sniffed the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, BinaryIO, Iterator
+
+import orjson
+
+from .conversation import normalize_record
+from .errors import InvalidInputError, OutputError, UsageError
+
+STDIN = "-"
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+INPUT_SUFFIXES = (".json",) + JSONL_SUFFIXES
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class Record:
+    """One conversation's raw bytes and where it came from."""
+
+    source: str
+    line: int | None  # 1-based line for JSONL, None for a document
+    raw: bytes
+    form: str  # "jsonl" or "json"
+
+    @property
+    def where(self) -> str:
+        return f"{self.source}:{self.line}" if self.line is not None else self.source
+
+
+@dataclass(frozen=True)
+class LoadedConversation:
+    """A parsed record: ``dump`` and its ``shape`` ("object"/"list"), or the ``error``."""
+
+    source: str
+    line: int | None
+    dump: dict | None
+    shape: str | None
+    error: str | None = None
+
+
+def parse_json(raw: bytes) -> Any:
+    """orjson.loads with messages that say what is wrong, including invalid UTF-8."""
+    if raw.startswith(_BOM):
+        raw = raw[len(_BOM):]
+    if not raw.strip():
+        raise InvalidInputError("empty input: expected a JSON conversation")
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as uexc:
+            raise InvalidInputError(f"invalid UTF-8 at byte {uexc.start}: re-encode the file as UTF-8") from None
+        raise InvalidInputError(f"broken JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+
+
+def parse_record(raw: bytes) -> tuple[dict, str]:
+    """Bytes of one record -> (normalised dump, shape)."""
+    return normalize_record(parse_json(raw))
+
+
+def dump_bytes(obj: Any, form: str) -> bytes:
+    """Deterministic UTF-8 bytes: compact line for JSONL, 2-space indented document for JSON."""
+    if form == "jsonl":
+        return orjson.dumps(obj) + b"\n"
+    return orjson.dumps(obj, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def _first_line_is_value(data: bytes) -> bool:
+    first = data.lstrip().split(b"\n", 1)[0]
+    try:
+        return isinstance(orjson.loads(first), (dict, list))
+    except orjson.JSONDecodeError:
+        return False
+
+
+def iter_records(path: str, display: str | None = None) -> Iterator[Record]:
+    """Yield the records of one input, streaming JSONL line by line. Raises InvalidInputError
+    for a file-level problem (empty file) and OSError when it cannot be read."""
+    display = display or ("<stdin>" if path == STDIN else path)
+    lower = path.lower()
+    with (open(path, "rb") if path != STDIN else _nullcontext(sys.stdin.buffer)) as fh:
+        if lower.endswith(JSONL_SUFFIXES):
+            yield from _iter_jsonl(fh, display)
+            return
+        data = fh.read()
+    if not data.strip():
+        raise InvalidInputError("empty file: expected a conversation (JSON) or conversations (JSONL)")
+    # A document cannot hold a complete JSON value on its first line followed by more data,
+    # so that shape means JSONL (also for a .json file). A single line is JSONL except in .json.
+    several_lines = data.strip().count(b"\n") > 0
+    if (several_lines or not lower.endswith(".json")) and _first_line_is_value(data):
+        yield from _iter_jsonl_bytes(data, display)
+        return
+    yield Record(display, None, data, "json")
+
+
+class _nullcontext:
+    def __init__(self, fh: BinaryIO) -> None:
+        self.fh = fh
+
+    def __enter__(self) -> BinaryIO:
+        return self.fh
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _iter_jsonl(fh: BinaryIO, display: str) -> Iterator[Record]:
+    any_record = False
+    for lineno, line in enumerate(fh, 1):
+        if line.strip():
+            any_record = True
+            yield Record(display, lineno, line, "jsonl")
+    if not any_record:
+        raise InvalidInputError("empty file: expected one conversation per line (JSONL)")
+
+
+def _iter_jsonl_bytes(data: bytes, display: str) -> Iterator[Record]:
+    for lineno, line in enumerate(data.splitlines(keepends=True), 1):
+        if line.strip():
+            yield Record(display, lineno, line, "jsonl")
+
+
+def load_conversations(path: str) -> Iterator[LoadedConversation]:
+    """Library entry point: parse every conversation of a file (or ``-``), never raising for a
+    bad record; its ``error`` says what is wrong."""
+    try:
+        for rec in iter_records(path):
+            try:
+                dump, shape = parse_record(rec.raw)
+                yield LoadedConversation(rec.source, rec.line, dump, shape)
+            except InvalidInputError as exc:
+                yield LoadedConversation(rec.source, rec.line, None, None, str(exc))
+    except InvalidInputError as exc:
+        yield LoadedConversation(path, None, None, None, str(exc))
+
+
+# ---------------------------------------------------------------- inputs and outputs
+
+@dataclass(frozen=True)
+class InputFile:
+    path: str  # as opened ("-" for stdin)
+    relative: str  # name below -o DIR
+
+
+def expand_inputs(paths: list[str]) -> list[InputFile]:
+    """Files as given; directories become their ``*.json``/``*.jsonl`` files, sorted."""
+    found: list[InputFile] = []
+    for p in paths:
+        if p == STDIN:
+            found.append(InputFile(STDIN, "stdin.json"))
+        elif os.path.isdir(p):
+            base = Path(p)
+            files = sorted(f for f in base.rglob("*") if f.is_file() and f.name.lower().endswith(INPUT_SUFFIXES)
+                           and not f.name.startswith("."))
+            found.extend(InputFile(str(f), str(f.relative_to(base))) for f in files)
+        else:
+            found.append(InputFile(p, os.path.basename(p)))
+    return found
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where one input's output goes: ``None`` path means stdout."""
+
+    input: InputFile
+    path: str | None
+
+
+def plan_outputs(inputs: list[str], output: str | None, in_place: bool) -> list[Target]:
+    """Decide each input's destination, refusing anything that would overwrite an input."""
+    files = expand_inputs(inputs)
+    if not files:
+        raise UsageError("no input files found (directories are searched for *.json and *.jsonl)")
+    if in_place:
+        if output:
+            raise UsageError("--in-place and -o/--output cannot be used together")
+        if any(f.path == STDIN for f in files):
+            raise UsageError("--in-place cannot rewrite stdin; use -o FILE")
+        return [Target(f, f.path) for f in files]
+    dir_mode = output is not None and (
+        len(files) > 1 or any(os.path.isdir(p) for p in inputs) or os.path.isdir(output)
+        or output.endswith(os.sep))
+    if output is None:
+        if len(files) > 1 or any(os.path.isdir(p) for p in inputs):
+            raise UsageError("several inputs: give -o DIR for the outputs, or --in-place")
+        return [Target(files[0], None)]
+    if output == STDIN and not dir_mode:
+        return [Target(files[0], None)]
+    input_paths = {os.path.realpath(f.path) for f in files if f.path != STDIN}
+    targets: list[Target] = []
+    seen: dict[str, str] = {}
+    for f in files:
+        dest = os.path.join(output, f.relative) if dir_mode else output
+        real = os.path.realpath(dest)
+        if real in input_paths:
+            raise OutputError(f"refusing to overwrite input {f.path}: use --in-place to rewrite inputs")
+        if real in seen:
+            raise UsageError(f"{seen[real]} and {f.path} would both be written to {dest}")
+        seen[real] = f.path
+        targets.append(Target(f, dest))
+    return targets
+
+
+class AtomicWriter:
+    """Write to a temporary file beside ``path``; ``commit`` renames it over ``path``,
+    ``abort`` removes it. A crash leaves the old file (or none) and a stray temporary file."""
+
+    def __init__(self, path: str, mode_from: str | None = None) -> None:
+        self.path = path
+        directory = os.path.dirname(os.path.abspath(path))
+        os.makedirs(directory, exist_ok=True)
+        fd, self.tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".xcompact-tmp", dir=directory)
+        self.fh: IO[bytes] = os.fdopen(fd, "wb")
+        self.mode_from = mode_from
+
+    def write(self, data: bytes) -> None:
+        self.fh.write(data)
+
+    def commit(self) -> None:
+        self.fh.flush()
+        os.fsync(self.fh.fileno())
+        self.fh.close()
+        if self.mode_from and os.path.exists(self.mode_from):
+            os.chmod(self.tmp, os.stat(self.mode_from).st_mode & 0o7777)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(self.tmp, 0o666 & ~umask)
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        if not self.fh.closed:
+            self.fh.close()
+        try:
+            os.unlink(self.tmp)
+        except FileNotFoundError:
+            pass
+
+    def __enter__(self) -> "AtomicWriter":
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+
+class StdoutWriter:
+    """stdout as a sink; not atomic, so documents are written in one piece at the end."""
+
+    def __init__(self) -> None:
+        self.fh = sys.stdout.buffer
+
+    def write(self, data: bytes) -> None:
+        self.fh.write(data)
+
+    def commit(self) -> None:
+        self.fh.flush()
+
+    def abort(self) -> None:
+        self.fh.flush()
+
+
+def open_sink(target: Target) -> AtomicWriter | StdoutWriter:
+    if target.path is None:
+        return StdoutWriter()
+    mode_from = target.input.path if target.input.path != STDIN and os.path.realpath(
+        target.input.path) == os.path.realpath(target.path) else None
+    try:
+        return AtomicWriter(target.path, mode_from=mode_from)
+    except OSError as exc:
+        raise OutputError(f"cannot write {target.path}: {exc.strerror}") from None
+
+
+def write_bytes_atomic(path: str, data: bytes) -> None:
+    with AtomicWriter(path) as w:
+        w.write(data)

@@ -1,0 +1,148 @@
+"""Run one operation over records: parse, check, transform, measure, serialise.
+
+Everything here takes and returns plain data (bytes in, bytes and a report item out), so the
+CLI can drive it serially or from worker processes and get the same bytes either way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .conversation import META_KEY, Problem, check_conversation, denormalize_record, estimated_message_length
+from .errors import InvalidInputError, XCompactError
+from .files import Record, dump_bytes, parse_record
+from .status import Status
+from .tokens import REPLY_PRIMING, TokenCounter
+from .toolcall import DEFAULT_KEEP, reclaim_tool_results, restore_conversation
+
+#: Warnings listed per item in the report; the count is always exact.
+MAX_WARNINGS_LISTED = 20
+
+
+@dataclass
+class Settings:
+    """Parameters of one run shared by all records (picklable, for worker processes)."""
+
+    command: str
+    keep: int = DEFAULT_KEEP
+    keep_originals: bool = True
+    strict: bool = False
+    count_tokens: bool = True
+    encoding: str = "cl100k_base"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Outcome:
+    """The result of one record: bytes to write (``None``: nothing) and its report item."""
+
+    out: bytes | None
+    item: dict[str, Any]
+    warnings: list[str]
+    error: str | None = None
+
+
+class MemoTokens:
+    """Counts tokens per message once per record: unchanged messages are shared between the
+    input and the output dump, so counting the output re-encodes only what changed."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self.memo: dict[int, int] = {}
+
+    def conversation(self, messages: list[dict]) -> int:
+        total = REPLY_PRIMING
+        memo = self.memo
+        for m in messages:
+            n = memo.get(id(m))
+            if n is None:
+                n = memo[id(m)] = self.counter.message(m)
+            total += n
+        return total
+
+
+Transform = Callable[[dict, Settings], tuple[dict, Status, dict[str, Any]]]
+
+
+def op_toolcall(dump: dict, settings: Settings) -> tuple[dict, Status, dict[str, Any]]:
+    new, res = reclaim_tool_results(dump, keep=settings.keep, keep_originals=settings.keep_originals)
+    status = Status.RECLAIMED if res.reclaimed_count else Status.NOTHING_TO_CONDENSE
+    return new, status, {"reclaimed_count": res.reclaimed_count, "reclaimed_fraction": res.reclaimed_fraction,
+                         "skipped_no_id": res.skipped_no_id}
+
+
+def op_restore(dump: dict, settings: Settings) -> tuple[dict, Status, dict[str, Any]]:
+    new, restored = restore_conversation(dump)
+    return new, Status.RESTORED, {"restored_count": restored}
+
+
+def op_validate(dump: dict, settings: Settings) -> tuple[dict, Status, dict[str, Any]]:
+    from .schema import schema_problems
+
+    problems = schema_problems(dump)
+    if problems:
+        raise InvalidInputError(problems[0].message, problems[0].pointer)
+    return dump, Status.VALID, {}
+
+
+OPERATIONS: dict[str, Transform] = {"toolcall": op_toolcall, "restore": op_restore, "validate": op_validate}
+
+
+def _output_shape(dump: dict, shape: str) -> str:
+    meta = dump.get(META_KEY)
+    if isinstance(meta, dict) and meta.get("input_form") == "list":
+        return "list"
+    return shape
+
+
+def _serialise(new: dict, shape: str, form: str) -> bytes:
+    """Keep the input's shape; a list that now carries originals becomes an object that
+    remembers it was a list, so restore can give the list back."""
+    if shape == "list" and len(new) > 1 and list(new.keys()) != ["messages"]:
+        new = {"messages": new["messages"], **{k: v for k, v in new.items() if k != "messages"},
+               META_KEY: {"input_form": "list"}}
+    return dump_bytes(denormalize_record(new, shape), form)
+
+
+def process_record(rec: Record, transform: Transform, settings: Settings,
+                   counter: TokenCounter | None) -> Outcome:
+    """Parse, check, transform and measure one record. A failed record is passed through
+    byte for byte (``out`` is the raw input) so nothing is lost and JSONL lines stay aligned."""
+    item: dict[str, Any] = {"source": rec.source, "line": rec.line}
+    warnings: list[str] = []
+    try:
+        dump, shape = parse_record(rec.raw)
+        problems = check_conversation(dump)
+        fatal = [p for p in problems if p.fatal or settings.strict]
+        if fatal:
+            p = fatal[0]
+            more = f" (+{len(fatal) - 1} more)" if len(fatal) > 1 else ""
+            hint = "; run without --strict to compact it anyway" if not p.fatal else ""
+            raise InvalidInputError(p.message + more + hint, p.pointer)
+        warnings = [str(p) for p in problems]
+        shape = _output_shape(dump, shape)
+        new, status, fields = transform(dump, settings)
+        item["status"] = status.value
+        item.update(fields)
+        before, after = dump["messages"], new["messages"]
+        item["messages_before"] = len(before)
+        item["messages_after"] = len(after)
+        item["length_before"] = estimated_message_length(before)
+        item["length_after"] = estimated_message_length(after) if after is not before else item["length_before"]
+        if counter is not None:
+            memo = MemoTokens(counter)
+            item["tokens_before"] = memo.conversation(before)
+            item["tokens_after"] = memo.conversation(after)
+        else:
+            item["tokens_before"] = item["tokens_after"] = None
+        out = None if settings.command == "validate" else _serialise(new, shape, rec.form)
+        if warnings:
+            item["warnings"] = warnings[:MAX_WARNINGS_LISTED]
+            item["warning_count"] = len(warnings)
+        return Outcome(out, item, warnings)
+    except XCompactError as exc:
+        item["status"] = Status.INVALID_INPUT.value
+        item["error"] = str(exc)
+        return Outcome(rec.raw, item, warnings, str(exc))
+

