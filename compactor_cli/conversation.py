@@ -188,18 +188,22 @@ def check_conversation(dump: dict) -> list[Problem]:
 
 
 def _length(obj: Any) -> int:
-    if isinstance(obj, dict):
-        total = 0
+    # Hot path of every command: explicit loops and exact type checks, no generators.
+    total = 0
+    if type(obj) is dict:
         for k, v in obj.items():
-            if isinstance(v, str):
+            t = type(v)
+            if t is str:
                 if k in LENGTH_KEYS:
                     total += len(v)
-            elif isinstance(v, (dict, list)):
+            elif t is dict or t is list:
                 total += _length(v)
-        return total
-    if isinstance(obj, list):
-        return sum(_length(x) for x in obj if isinstance(x, (dict, list)))
-    return 0
+    elif type(obj) is list:
+        for x in obj:
+            t = type(x)
+            if t is dict or t is list:
+                total += _length(x)
+    return total
 
 
 def estimated_message_length(messages: list[dict]) -> int:

@@ -69,7 +69,8 @@ def op_toolcall(dump: dict, settings: Settings) -> tuple[dict, Status, dict[str,
     new, res = reclaim_tool_results(dump, keep=settings.keep, keep_originals=settings.keep_originals)
     status = Status.RECLAIMED if res.reclaimed_count else Status.NOTHING_TO_CONDENSE
     return new, status, {"reclaimed_count": res.reclaimed_count, "reclaimed_fraction": res.reclaimed_fraction,
-                         "skipped_no_id": res.skipped_no_id}
+                         "skipped_no_id": res.skipped_no_id, "length_before": res.length_before,
+                         "length_after": res.length_after}
 
 
 def op_restore(dump: dict, settings: Settings) -> tuple[dict, Status, dict[str, Any]]:
@@ -128,8 +129,9 @@ def process_record(rec: Record, transform: Transform, settings: Settings,
         before, after = dump["messages"], new["messages"]
         item["messages_before"] = len(before)
         item["messages_after"] = len(after)
-        item["length_before"] = estimated_message_length(before)
-        item["length_after"] = estimated_message_length(after) if after is not before else item["length_before"]
+        if "length_before" not in item:
+            item["length_before"] = estimated_message_length(before)
+            item["length_after"] = estimated_message_length(after) if after is not before else item["length_before"]
         if counter is not None:
             memo = MemoTokens(counter)
             item["tokens_before"] = memo.conversation(before)
