@@ -52,6 +52,9 @@ def _run_command(command: str, inputs: tuple[str, ...], output: str | None, in_p
         raise click.UsageError(f"cannot write the report {report_path}: {exc.strerror}") from None
     try:
         run(targets, settings, report, _emit, quiet=quiet, progress=_progress(quiet))
+    except UsageError as exc:
+        report.abort()
+        raise click.UsageError(str(exc)) from None
     except KeyboardInterrupt:
         report.abort()
         _emit("interrupted: no output was left half-written")
@@ -102,6 +105,50 @@ def toolcall(inputs: tuple[str, ...], output: str | None, in_place: bool, report
                  dict(keep=keep, keep_originals=originals == "keep", strict=strict,
                       count_tokens=not no_tokens, encoding=encoding),
                  dict(keep=keep, originals=originals, strict=strict, encoding=encoding, tokens=not no_tokens))
+
+
+@cli.command()
+@opt.io_options
+@opt.summary_options
+@opt.originals
+@opt.encoding
+def summarize(inputs: tuple[str, ...], output: str | None, in_place: bool, report_path: str | None, quiet: bool,
+              strict: bool, keep_recent: int, max_summary_tokens: int, preserve_system: bool, backend: str,
+              model: str | None, base_url: str | None, temperature: float, timeout: float, retries: int,
+              concurrency: int, prompt_file: str | None, summary_input_tokens: int | None, cache_dir: str | None,
+              no_cache: bool, originals: str, encoding: str) -> None:
+    """Tier 2: replace older messages by one structured summary; keep recent ones verbatim.
+
+    The summary has eight sections (system_context, overview, key_facts, user_preferences,
+    decisions, pending_tasks, open_questions, tone_context) within --max-summary-tokens. On
+    any failure the conversation is left exactly as it was (SUMMARIZE_FAILED).
+
+    \b
+    Example:
+      xcompact summarize fixtures/swe_agent_3.jsonl --backend extractive --keep-recent 8 -o summarized.jsonl
+    """
+    from .backends import choose_backend_name
+    from .cache import default_cache_dir
+
+    extra = dict(keep_recent=keep_recent, max_summary_tokens=max_summary_tokens, preserve_system=preserve_system,
+                 backend=backend, keep_originals=originals == "keep")
+    chosen = choose_backend_name(backend)
+    params = dict(keep_recent=keep_recent, max_summary_tokens=max_summary_tokens, preserve_system=preserve_system,
+                  backend=chosen, originals=originals, strict=strict, encoding=encoding)
+    if chosen == "openai":
+        instructions = None
+        if prompt_file:
+            with open(prompt_file, encoding="utf-8") as fh:
+                instructions = fh.read().strip() or None
+        extra["openai"] = dict(model=model, base_url=base_url, temperature=temperature, timeout=timeout,
+                               retries=retries, concurrency=concurrency, instructions=instructions,
+                               summary_input_tokens=summary_input_tokens,
+                               cache_dir=None if no_cache else (cache_dir or default_cache_dir()))
+        params.update(model=model, base_url=base_url, temperature=temperature, timeout=timeout, retries=retries,
+                      concurrency=concurrency, prompt_file=prompt_file, summary_input_tokens=summary_input_tokens,
+                      cache=not no_cache)
+    _run_command("summarize", inputs, output, in_place, report_path, quiet,
+                 dict(strict=strict, encoding=encoding, count_tokens=True, extra=extra), params)
 
 
 @cli.command()

@@ -1,15 +1,18 @@
 """Run one operation over records: parse, check, transform, measure, serialise.
 
 Everything here takes and returns plain data (bytes in, bytes and a report item out), so the
-CLI can drive it serially or from worker processes and get the same bytes either way.
+runner can drive it serially, concurrently (model calls) or from worker processes and get the
+same bytes either way. Transforms are plain functions, or coroutines for the tiers that may
+wait on a model.
 """
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable, Union
 
-from .conversation import META_KEY, Problem, check_conversation, denormalize_record, estimated_message_length
+from .conversation import META_KEY, check_conversation, denormalize_record, estimated_message_length
 from .errors import InvalidInputError, XCompactError
 from .files import Record, dump_bytes, parse_record
 from .status import Status
@@ -62,23 +65,27 @@ class MemoTokens:
         return total
 
 
-Transform = Callable[[dict, Settings], tuple[dict, Status, dict[str, Any]]]
+Result = tuple[dict, Status, dict[str, Any]]
+Transform = Callable[[dict, Settings], Union[Result, Awaitable[Result]]]
 
 
-def op_toolcall(dump: dict, settings: Settings) -> tuple[dict, Status, dict[str, Any]]:
-    new, res = reclaim_tool_results(dump, keep=settings.keep, keep_originals=settings.keep_originals)
+def op_toolcall(dump: dict, settings: Settings) -> Result:
+    from .summarize import head_tool_counts
+
+    new, res = reclaim_tool_results(dump, keep=settings.keep, keep_originals=settings.keep_originals,
+                                    key_offsets=head_tool_counts(dump))
     status = Status.RECLAIMED if res.reclaimed_count else Status.NOTHING_TO_CONDENSE
     return new, status, {"reclaimed_count": res.reclaimed_count, "reclaimed_fraction": res.reclaimed_fraction,
                          "skipped_no_id": res.skipped_no_id, "length_before": res.length_before,
                          "length_after": res.length_after}
 
 
-def op_restore(dump: dict, settings: Settings) -> tuple[dict, Status, dict[str, Any]]:
+def op_restore(dump: dict, settings: Settings) -> Result:
     new, restored = restore_conversation(dump)
     return new, Status.RESTORED, {"restored_count": restored}
 
 
-def op_validate(dump: dict, settings: Settings) -> tuple[dict, Status, dict[str, Any]]:
+def op_validate(dump: dict, settings: Settings) -> Result:
     from .schema import schema_problems
 
     problems = schema_problems(dump)
@@ -100,51 +107,73 @@ def _output_shape(dump: dict, shape: str) -> str:
 def _serialise(new: dict, shape: str, form: str) -> bytes:
     """Keep the input's shape; a list that now carries originals becomes an object that
     remembers it was a list, so restore can give the list back."""
-    if shape == "list" and len(new) > 1 and list(new.keys()) != ["messages"]:
-        new = {"messages": new["messages"], **{k: v for k, v in new.items() if k != "messages"},
+    if shape == "list" and list(new.keys()) != ["messages"]:
+        new = {"messages": new["messages"], **{k: v for k, v in new.items() if k not in ("messages", META_KEY)},
                META_KEY: {"input_form": "list"}}
     return dump_bytes(denormalize_record(new, shape), form)
 
 
-def process_record(rec: Record, transform: Transform, settings: Settings,
-                   counter: TokenCounter | None) -> Outcome:
+def _prepare(rec: Record, settings: Settings) -> tuple[dict, str, list[str]]:
+    dump, shape = parse_record(rec.raw)
+    problems = check_conversation(dump)
+    fatal = [p for p in problems if p.fatal or settings.strict]
+    if fatal:
+        p = fatal[0]
+        more = f" (+{len(fatal) - 1} more)" if len(fatal) > 1 else ""
+        hint = "; run without --strict to compact it anyway" if not p.fatal else ""
+        raise InvalidInputError(p.message + more + hint, p.pointer)
+    return dump, _output_shape(dump, shape), [str(p) for p in problems]
+
+
+def _finish(rec: Record, settings: Settings, counter: TokenCounter | None, dump: dict, shape: str,
+            warnings: list[str], result: Result) -> Outcome:
+    new, status, fields = result
+    item: dict[str, Any] = {"source": rec.source, "line": rec.line, "status": status.value}
+    before, after = dump["messages"], new["messages"]
+    item["messages_before"] = len(before)
+    item["messages_after"] = len(after)
+    if "length_before" not in fields:
+        item["length_before"] = estimated_message_length(before)
+        item["length_after"] = estimated_message_length(after) if after is not before else item["length_before"]
+    item.update(fields)
+    if counter is not None:
+        memo = MemoTokens(counter)
+        item["tokens_before"] = memo.conversation(before)
+        item["tokens_after"] = memo.conversation(after)
+    else:
+        item["tokens_before"] = item["tokens_after"] = None
+    if warnings:
+        item["warnings"] = warnings[:MAX_WARNINGS_LISTED]
+        item["warning_count"] = len(warnings)
+    out = None if settings.command == "validate" else _serialise(new, shape, rec.form)
+    return Outcome(out, item, warnings, fields.get("error") if status.failed else None)
+
+
+def _failed(rec: Record, exc: XCompactError, warnings: list[str]) -> Outcome:
+    item = {"source": rec.source, "line": rec.line, "status": Status.INVALID_INPUT.value, "error": str(exc)}
+    return Outcome(rec.raw, item, warnings, str(exc))
+
+
+def process_record(rec: Record, transform: Transform, settings: Settings, counter: TokenCounter | None) -> Outcome:
     """Parse, check, transform and measure one record. A failed record is passed through
     byte for byte (``out`` is the raw input) so nothing is lost and JSONL lines stay aligned."""
-    item: dict[str, Any] = {"source": rec.source, "line": rec.line}
-    warnings: list[str] = []
     try:
-        dump, shape = parse_record(rec.raw)
-        problems = check_conversation(dump)
-        fatal = [p for p in problems if p.fatal or settings.strict]
-        if fatal:
-            p = fatal[0]
-            more = f" (+{len(fatal) - 1} more)" if len(fatal) > 1 else ""
-            hint = "; run without --strict to compact it anyway" if not p.fatal else ""
-            raise InvalidInputError(p.message + more + hint, p.pointer)
-        warnings = [str(p) for p in problems]
-        shape = _output_shape(dump, shape)
-        new, status, fields = transform(dump, settings)
-        item["status"] = status.value
-        item.update(fields)
-        before, after = dump["messages"], new["messages"]
-        item["messages_before"] = len(before)
-        item["messages_after"] = len(after)
-        if "length_before" not in item:
-            item["length_before"] = estimated_message_length(before)
-            item["length_after"] = estimated_message_length(after) if after is not before else item["length_before"]
-        if counter is not None:
-            memo = MemoTokens(counter)
-            item["tokens_before"] = memo.conversation(before)
-            item["tokens_after"] = memo.conversation(after)
-        else:
-            item["tokens_before"] = item["tokens_after"] = None
-        out = None if settings.command == "validate" else _serialise(new, shape, rec.form)
-        if warnings:
-            item["warnings"] = warnings[:MAX_WARNINGS_LISTED]
-            item["warning_count"] = len(warnings)
-        return Outcome(out, item, warnings)
+        dump, shape, warnings = _prepare(rec, settings)
+        result = transform(dump, settings)
+        assert not inspect.isawaitable(result), "use process_record_async for coroutine transforms"
+        return _finish(rec, settings, counter, dump, shape, warnings, result)  # type: ignore[arg-type]
     except XCompactError as exc:
-        item["status"] = Status.INVALID_INPUT.value
-        item["error"] = str(exc)
-        return Outcome(rec.raw, item, warnings, str(exc))
+        return _failed(rec, exc, [])
 
+
+async def process_record_async(rec: Record, transform: Transform, settings: Settings,
+                               counter: TokenCounter | None) -> Outcome:
+    """process_record for transforms that await a model."""
+    try:
+        dump, shape, warnings = _prepare(rec, settings)
+        result = transform(dump, settings)
+        if inspect.isawaitable(result):
+            result = await result
+        return _finish(rec, settings, counter, dump, shape, warnings, result)  # type: ignore[arg-type]
+    except XCompactError as exc:
+        return _failed(rec, exc, [])

@@ -1,0 +1,199 @@
+"""The built-in offline summariser: picks sentences and facts from the head itself.
+
+Deterministic and model-free. Each section is a ranked list of short items (facts such as
+file paths, identifiers, numbers, errors and tool names; user sentences stating preferences;
+assistant statements of decisions; open questions); the items are admitted by rank, round
+robin across sections, until the rendered summary reaches the token budget."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any, Callable
+
+from ..sections import SECTIONS, render_sections
+from . import Answer, SummaryRequest
+
+SCAN_CHARS = 20_000  # per message: the first and last SCAN_CHARS characters are read
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_PATH = re.compile(r"(?<![\w/.-])(?:~?/)?(?:[\w.-]+/)+[\w.-]+|\b[\w-]+\.(?:py|js|ts|tsx|json|jsonl|md|txt|ya?ml|toml|"
+                   r"rs|go|java|c|h|cpp|sh|cfg|ini|html|css|sql|csv|log|lock|ex|exs|rb)\b")
+_IDENT = re.compile(r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,10}\b|\b[a-z]+_[a-z]+_?\d+\b|\b[A-Z]{2,5}-\d+\b")
+_NUMBER = re.compile(r"[$€£]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s?(?:%|ms|s|MB|GB|KB|MiB|GiB|USD|EUR|dollars|"
+                     r"tokens|seconds|minutes|hours|days|items|lines|bags|passengers|tests?)\b|\b\d{4}-\d{2}-\d{2}\b")
+_ERROR = re.compile(r"(?i)\b(error|exception|traceback|failed|failure|fatal|denied|not found)\b")
+_PREFERENCE = re.compile(r"(?i)\b(i prefer|prefer|preference|i want|i'd like|i would like|i'd rather|please (?:use|don't|do not|"
+                         r"keep|make|avoid|always|never)|don't|do not|never|always|make sure|must|should not|shouldn't|"
+                         r"i need|i only|avoid|instead of|no more than|at most|at least)\b")
+_DECISION = re.compile(r"(?i)\b(i will|i'll|i've|i have (?:decided|updated|changed|created|fixed|booked|cancell?ed|added|removed)|"
+                       r"let's|we will|we'll|decided|decision|going to|the plan is|i chose|i'm going|switch(?:ed)? to|"
+                       r"we should|i recommend|has been (?:updated|changed|created|booked|cancell?ed)|is now)\b")
+_PENDING = re.compile(r"(?i)\b(todo|to do|next|remaining|still need|not yet|pending|follow[- ]up|later|then)\b")
+_MUTATING_TOOL = re.compile(r"(?i)^(update|create|book|cancel|edit|write|delete|modify|send|transfer|apply|set|add|remove|"
+                            r"patch|commit|submit|str_replace|insert)")
+_POLITE = re.compile(r"(?i)\b(please|thanks|thank you|appreciate)\b")
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def _scan(text: str) -> str:
+    if len(text) <= 2 * SCAN_CHARS:
+        return text
+    return text[:SCAN_CHARS] + "\n" + text[-SCAN_CHARS:]
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text) if len(s.strip()) > 2]
+
+
+def _clip(s: str, n: int = 220) -> str:
+    s = " ".join(s.split())
+    return s if len(s) <= n else s[: n - 1].rstrip() + "…"
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    for it in items:
+        key = it.lower()
+        if key not in seen:
+            seen.add(key)
+            out.append(it)
+    return out
+
+
+def build_candidates(request: SummaryRequest) -> dict[str, list[str]]:
+    """Every section's items, best first."""
+    head = request.head
+    user_texts, asst_texts, tool_texts = [], [], []
+    tool_names: Counter = Counter()
+    actions: list[str] = []
+    for m in head:
+        role = m.get("role")
+        t = _scan(_text(m.get("content")))
+        if role in ("user", "developer"):
+            user_texts.append(t)
+        elif role == "assistant":
+            asst_texts.append(t)
+            for call in m.get("tool_calls") or ():
+                fn = call.get("function") if isinstance(call, dict) else None
+                if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+                    tool_names[fn["name"]] += 1
+                    if _MUTATING_TOOL.match(fn["name"]):
+                        actions.append(f"Called {fn['name']}({_clip(str(fn.get('arguments') or ''), 160)})")
+        elif role == "tool":
+            tool_texts.append(t)
+
+    sys_sents = _sentences(request.system_text)[:4]
+    system_context = [_clip(s, 300) for s in sys_sents] or ["(no system prompt)"]
+
+    n_user = sum(1 for m in head if m.get("role") == "user")
+    n_tool = sum(1 for m in head if m.get("role") == "tool")
+    stats = f"{len(head)} earlier messages: {n_user} from the user, {n_tool} tool results"
+    if tool_names:
+        stats += "; tools used: " + ", ".join(f"{n} ×{c}" for n, c in tool_names.most_common(8))
+    overview = [stats] + [f"User asked: {_clip(' '.join(_sentences(t)[:2]), 260)}" for t in user_texts if t.strip()]
+
+    facts: dict[str, list[str]] = {"Files": [], "IDs": [], "Numbers": [], "Errors": []}
+    for source in (user_texts, asst_texts, tool_texts):
+        for t in source:
+            facts["Files"] += _PATH.findall(t)
+            facts["IDs"] += [x for x in _IDENT.findall(t)]
+            facts["Numbers"] += [x.strip() for x in _NUMBER.findall(t)]
+    for t in tool_texts + asst_texts:
+        facts["Errors"] += [_clip(line, 160) for line in t.splitlines() if _ERROR.search(line)][:3]
+    key_facts = []
+    ranked = {k: _dedupe(v) for k, v in facts.items()}
+    for rank in range(max((len(v) for v in ranked.values()), default=0)):
+        for kind, values in ranked.items():
+            if rank < len(values):
+                key_facts.append(f"{kind[:-1] if kind != 'IDs' else 'ID'}: {values[rank]}")
+
+    prefs = _dedupe([_clip(s) for t in user_texts for s in _sentences(t) if _PREFERENCE.search(s)])
+    decisions = _dedupe([_clip(s) for t in asst_texts for s in _sentences(t) if _DECISION.search(s)] + actions)
+    decisions.reverse()  # the latest decisions matter most
+
+    pending = []
+    if user_texts:
+        pending.append(f"Latest request: {_clip(' '.join(_sentences(user_texts[-1])[:3]), 300)}")
+    pending += _dedupe([_clip(s) for t in reversed(asst_texts) for s in _sentences(t)
+                        if _PENDING.search(s) and not s.endswith("?")])
+
+    questions = []
+    for i, m in enumerate(head):
+        if m.get("role") not in ("user", "assistant"):
+            continue
+        later_roles = {x.get("role") for x in head[i + 1:]}
+        other = "assistant" if m["role"] == "user" else "user"
+        for s in _sentences(_scan(_text(m.get("content")))):
+            if s.endswith("?"):
+                questions.append((other not in later_roles, i, f"{m['role'].capitalize()}: {_clip(s)}"))
+    questions.sort(key=lambda q: (not q[0], -q[1]))
+    open_questions = _dedupe([q[2] for q in questions])
+
+    words = [len(t.split()) for t in user_texts if t.strip()]
+    tone = []
+    if words:
+        polite = sum(1 for t in user_texts if _POLITE.search(t))
+        style = "brief" if sum(words) / len(words) < 25 else "detailed"
+        tone.append(f"User writes {style} messages (about {sum(words) // len(words)} words)"
+                    f"{', politely' if polite else ''}.")
+        if any(ord(c) > 0x2FF for t in user_texts for c in t[:2000]):
+            tone.append("User writes partly in a non-Latin script; answer in the user's language.")
+    tone.append("Assistant acts as a tool-using agent." if tool_names else "Plain conversation without tools.")
+
+    return {"system_context": system_context, "overview": overview, "key_facts": key_facts,
+            "user_preferences": prefs, "decisions": decisions, "pending_tasks": pending,
+            "open_questions": open_questions, "tone_context": tone}
+
+
+def fit_to_budget(candidates: dict[str, list[str]], max_tokens: int, count: Callable[[str], int]) -> str:
+    """Admit items round robin by rank (every section's best first) while the rendered summary
+    stays within ``max_tokens``."""
+    chosen: dict[str, list[str]] = {s: [] for s in SECTIONS}
+
+    def render() -> str:
+        return render_sections({s: "\n".join(f"- {x}" for x in items) for s, items in chosen.items()})
+
+    used = count(render())
+    depth = max((len(v) for v in candidates.values()), default=0)
+    for rank in range(depth):
+        for section in SECTIONS:
+            items = candidates.get(section) or []
+            if rank >= len(items):
+                continue
+            cost = count(f"- {items[rank]}\n") + (0 if chosen[section] else -count("(none)"))
+            if used + cost > max_tokens:
+                continue
+            chosen[section].append(items[rank])
+            used += cost
+    text = render()
+    while count(text) > max_tokens:  # token merges across lines can differ from the estimate
+        longest = max(SECTIONS, key=lambda s: len(chosen[s]))
+        if not chosen[longest]:
+            break
+        chosen[longest].pop()
+        text = render()
+    return text
+
+
+class ExtractiveBackend:
+    """Offline, deterministic summaries built from the head's own sentences and facts."""
+
+    name = "extractive"
+    model = None
+
+    def __init__(self, count_tokens: Callable[[str], int]) -> None:
+        self.count = count_tokens
+
+    async def summarize(self, request: SummaryRequest) -> Answer:
+        return Answer(self.summarize_sync(request))
+
+    def summarize_sync(self, request: SummaryRequest) -> str:
+        return fit_to_budget(build_candidates(request), request.max_tokens, self.count)

@@ -1,0 +1,131 @@
+"""Tier 2: replace the older part of a conversation by one structured summary.
+
+The pure parts live here: choosing the cut, building the replacement, validating it before
+it is committed (nagents' "validated and committed atomically"), and recording what was
+replaced so ``restore`` gives the input back. Backends only turn a head into summary text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .conversation import check_pairing
+from .errors import BackendError
+from .summary_store import ARCHIVE_KEY, COUNTER_KEY
+
+DEFAULT_KEEP_RECENT = 16  # xun's summary_keep_max
+DEFAULT_MAX_SUMMARY_TOKENS = 1024
+
+
+@dataclass(frozen=True)
+class Cut:
+    """How a conversation splits: ``system`` (index 0 or None), ``head`` indices to summarise,
+    ``kept`` indices kept verbatim (chronological; may start with a force-kept user message)."""
+
+    system: int | None
+    head: list[int]
+    kept: list[int]
+    forced_user: int | None
+
+
+def choose_cut_point(messages: list[dict], keep_recent: int = DEFAULT_KEEP_RECENT) -> Cut:
+    """The tail is the last ``keep_recent`` messages after the system message; the cut moves
+    earlier until the tail does not start with a tool result (an assistant message with
+    tool_calls stays with all its results); the last user message is force-kept when the tail
+    would hold none."""
+    system = 0 if messages and messages[0].get("role") == "system" else None
+    start = 1 if system == 0 else 0
+    n = len(messages)
+    cut = max(start, n - max(keep_recent, 0))
+    while start < cut < n and messages[cut].get("role") == "tool":
+        cut -= 1
+    head = list(range(start, cut))
+    kept = list(range(cut, n))
+    forced = None
+    if head and not any(messages[i].get("role") == "user" for i in kept):
+        users = [i for i in head if messages[i].get("role") == "user"]
+        if users:
+            forced = users[-1]
+            head.remove(forced)
+            kept.insert(0, forced)
+    return Cut(system, head, kept, forced)
+
+
+def compaction_note(summarised: int, kept: int, round_no: int) -> str:
+    return (f"[Compaction note: the {summarised} earlier messages of this conversation were summarised above "
+            f"(summary round {round_no}). The {kept} most recent messages follow verbatim. Compacted tool results "
+            "can be fetched with extract_compacted_tool_result and their ID.]")
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def build_summarised(dump: dict, cut: Cut, summary: str, preserve_system: bool = False,
+                     keep_originals: bool = True) -> dict:
+    """The new dump: system message = [original system text +] summary + note; kept messages
+    verbatim; tokens_used cleared; summary round counter + 1 (tool-round counter back to 0);
+    the replaced messages archived for restore unless ``keep_originals`` is False."""
+    messages = dump["messages"]
+    counter = dict(dump.get(COUNTER_KEY) or {})
+    round_no = int(counter.get("summary_rounds") or 0) + 1
+    parts = []
+    if preserve_system and cut.system is not None:
+        parts.append(_text_of(messages[cut.system].get("content")))
+    parts.append(summary)
+    parts.append(compaction_note(len(cut.head), len(cut.kept), round_no))
+    system_msg = {"role": "system", "content": "\n\n".join(p for p in parts if p)}
+    new_messages = [system_msg] + [messages[i] for i in cut.kept]
+    new = dict(dump)
+    new["messages"] = new_messages
+    new["tokens_used"] = None
+    counter["summary_rounds"] = round_no
+    counter["toolcall_rounds"] = 0
+    new[COUNTER_KEY] = counter
+    if keep_originals:
+        entry = {
+            "round": round_no,
+            "system": messages[cut.system] if cut.system is not None else None,
+            "head": [messages[i] for i in cut.head],
+            "forced_user_at": _forced_position(cut),
+            "replaced_keys": {k: dump[k] for k in ("tokens_used", COUNTER_KEY) if k in dump},
+        }
+        new[ARCHIVE_KEY] = list(dump.get(ARCHIVE_KEY) or []) + [entry]
+    return new
+
+
+def _forced_position(cut: Cut) -> int | None:
+    """Where the force-kept user message sat among the head messages."""
+    if cut.forced_user is None:
+        return None
+    return sum(1 for i in cut.head if i < cut.forced_user)
+
+
+def validate_replacement(old: dict, new: dict) -> None:
+    """Refuse a replacement that breaks what the old conversation had: tool pairing (parallel
+    calls included) no worse than before, a user message still present."""
+    before = {p.message for p in check_pairing(old["messages"]) if "used again" not in p.message}
+    after = [p.message for p in check_pairing(new["messages"]) if "used again" not in p.message]
+    broken = [m for m in after if m not in before]
+    if broken:
+        raise BackendError(f"the replacement would break tool pairing: {broken[0]}")
+    had_user = any(m.get("role") == "user" for m in old["messages"])
+    if had_user and not any(m.get("role") == "user" for m in new["messages"]):
+        raise BackendError("the replacement has no user message")
+
+
+def head_tool_counts(dump: dict) -> dict[str, int]:
+    """How many tool results per ID the archived heads hold, so tier-1 keys of the messages
+    still in the conversation keep counting from there (see toolcall.tool_result_keys)."""
+    counts: dict[str, int] = {}
+    for entry in dump.get(ARCHIVE_KEY) or ():
+        for m in entry.get("head") or ():
+            if isinstance(m, dict) and m.get("role") == "tool" and isinstance(m.get("tool_call_id"), str):
+                counts[m["tool_call_id"]] = counts.get(m["tool_call_id"], 0) + 1
+    return counts
+
