@@ -17,6 +17,10 @@ def _offline_env(monkeypatch, tmp_path_factory):
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path_factory.mktemp("empty-tiktoken-cache")))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
 
 
 @pytest.fixture
@@ -39,3 +43,17 @@ def tool_conv(n_tools: int = 5, size: int = 400, ids: list[str] | None = None) -
         messages.append({"role": "tool", "tool_call_id": cid, "content": f"result {i} " + "x" * size})
     messages.append({"role": "assistant", "content": "done"})
     return {"messages": messages, "tokens_used": 1234}
+
+
+def long_conv(rounds: int = 20, size: int = 600) -> dict:
+    """A long agent conversation with a user turn per round, for tier 2."""
+    messages: list[dict] = [{"role": "system", "content": "You are a coding agent. Work in the repository."}]
+    for i in range(rounds):
+        messages.append({"role": "user", "content": f"Please look at module_{i}.py and tell me what it does."})
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{i}a", "type": "function", "function": {"name": "read_file", "arguments": f'{{"path": "src/module_{i}.py"}}'}},
+            {"id": f"c{i}b", "type": "function", "function": {"name": "grep", "arguments": f'{{"q": "def f{i}"}}'}}]})
+        messages.append({"role": "tool", "tool_call_id": f"c{i}b", "content": f"src/module_{i}.py:3: def f{i}()" + " pad" * 50})
+        messages.append({"role": "tool", "tool_call_id": f"c{i}a", "content": f"# module {i}\n" + "code line\n" * (size // 10)})
+        messages.append({"role": "assistant", "content": f"Module {i} defines f{i}. I will check the next one."})
+    return {"messages": messages, "tokens_used": 99999}

@@ -68,6 +68,36 @@ def _dedupe(items: list[str]) -> list[str]:
     return out
 
 
+SOURCE_WEIGHT = {"user": 3.0, "developer": 3.0, "assistant": 2.0, "tool": 1.0}
+
+
+def rank_facts(head: list[dict]) -> list[str]:
+    """Paths, identifiers, numbers and error lines, most salient first.
+
+    A fact weighs more when the user or the assistant said it, when it stands nearly alone in
+    its message (one number in a sentence, not one of hundreds in a log dump: weight divided by
+    the square root of the facts found in that message), when it recurs, and slightly when it
+    is recent."""
+    scores: dict[str, float] = {}
+    order: dict[str, int] = {}
+    n = max(1, len(head))
+    for pos, m in enumerate(head):
+        text = _scan(_text(m.get("content")))
+        if not text:
+            continue
+        found = ([f"File: {x}" for x in _PATH.findall(text)] + [f"ID: {x}" for x in _IDENT.findall(text)]
+                 + [f"Number: {x.strip()}" for x in _NUMBER.findall(text)])
+        if m.get("role") in ("tool", "assistant"):
+            found += [f"Error: {_clip(line, 160)}" for line in text.splitlines() if _ERROR.search(line)][:3]
+        if not found:
+            continue
+        weight = SOURCE_WEIGHT.get(m.get("role"), 1.0) / len(set(found)) ** 0.5 * (1 + 0.2 * pos / n)
+        for fact in set(found):
+            scores[fact] = max(scores.get(fact, 0.0), weight) + (0.25 if fact in scores else 0.0)
+            order.setdefault(fact, len(order))
+    return sorted(scores, key=lambda f: (-scores[f], order[f]))
+
+
 def build_candidates(request: SummaryRequest) -> dict[str, list[str]]:
     """Every section's items, best first."""
     head = request.head
@@ -98,22 +128,12 @@ def build_candidates(request: SummaryRequest) -> dict[str, list[str]]:
     stats = f"{len(head)} earlier messages: {n_user} from the user, {n_tool} tool results"
     if tool_names:
         stats += "; tools used: " + ", ".join(f"{n} ×{c}" for n, c in tool_names.most_common(8))
-    overview = [stats] + [f"User asked: {_clip(' '.join(_sentences(t)[:2]), 260)}" for t in user_texts if t.strip()]
+    asked = _dedupe([_clip(" ".join(_sentences(t)[:2]), 260) for t in user_texts if t.strip()])
+    if len(asked) > 2:  # the first request frames the task; the latest ones say where it stands
+        asked = [asked[0]] + asked[:0:-1]
+    overview = [stats] + [f"User asked: {a}" for a in asked]
 
-    facts: dict[str, list[str]] = {"Files": [], "IDs": [], "Numbers": [], "Errors": []}
-    for source in (user_texts, asst_texts, tool_texts):
-        for t in source:
-            facts["Files"] += _PATH.findall(t)
-            facts["IDs"] += [x for x in _IDENT.findall(t)]
-            facts["Numbers"] += [x.strip() for x in _NUMBER.findall(t)]
-    for t in tool_texts + asst_texts:
-        facts["Errors"] += [_clip(line, 160) for line in t.splitlines() if _ERROR.search(line)][:3]
-    key_facts = []
-    ranked = {k: _dedupe(v) for k, v in facts.items()}
-    for rank in range(max((len(v) for v in ranked.values()), default=0)):
-        for kind, values in ranked.items():
-            if rank < len(values):
-                key_facts.append(f"{kind[:-1] if kind != 'IDs' else 'ID'}: {values[rank]}")
+    key_facts = rank_facts(head)
 
     prefs = _dedupe([_clip(s) for t in user_texts for s in _sentences(t) if _PREFERENCE.search(s)])
     decisions = _dedupe([_clip(s) for t in asst_texts for s in _sentences(t) if _DECISION.search(s)] + actions)
