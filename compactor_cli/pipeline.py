@@ -16,7 +16,7 @@ from .conversation import META_KEY, check_conversation, denormalize_record, esti
 from .errors import InvalidInputError, XCompactError
 from .files import Record, dump_bytes, parse_record
 from .status import Status
-from .tokens import REPLY_PRIMING, TokenCounter
+from .tokens import MemoTokens, TokenCounter
 from .toolcall import DEFAULT_KEEP, reclaim_tool_results, restore_conversation
 
 #: Warnings listed per item in the report; the count is always exact.
@@ -44,25 +44,6 @@ class Outcome:
     item: dict[str, Any]
     warnings: list[str]
     error: str | None = None
-
-
-class MemoTokens:
-    """Counts tokens per message once per record: unchanged messages are shared between the
-    input and the output dump, so counting the output re-encodes only what changed."""
-
-    def __init__(self, counter: TokenCounter) -> None:
-        self.counter = counter
-        self.memo: dict[int, int] = {}
-
-    def conversation(self, messages: list[dict]) -> int:
-        total = REPLY_PRIMING
-        memo = self.memo
-        for m in messages:
-            n = memo.get(id(m))
-            if n is None:
-                n = memo[id(m)] = self.counter.message(m)
-            total += n
-        return total
 
 
 Result = tuple[dict, Status, dict[str, Any]]
@@ -136,7 +117,9 @@ def _finish(rec: Record, settings: Settings, counter: TokenCounter | None, dump:
         item["length_before"] = estimated_message_length(before)
         item["length_after"] = estimated_message_length(after) if after is not before else item["length_before"]
     item.update(fields)
-    if counter is not None:
+    if "tokens_before" in fields:
+        pass  # the transform counted them already
+    elif counter is not None:
         memo = MemoTokens(counter)
         item["tokens_before"] = memo.conversation(before)
         item["tokens_after"] = memo.conversation(after)

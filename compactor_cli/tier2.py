@@ -16,7 +16,7 @@ from .sections import canonical_summary
 from .status import Status
 from .summarize import (DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS, build_summarised, choose_cut_point,
                         validate_replacement)
-from .tokens import TokenCounter
+from .tokens import MemoTokens, TokenCounter
 
 
 @dataclass
@@ -63,14 +63,16 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
                                    "even after a retry asking for a shorter one")
         new = build_summarised(dump, cut, summary, opts.preserve_system, opts.keep_originals)
         validate_replacement(dump, new)
-        before, after = counter.conversation(messages), counter.conversation(new["messages"])
+        memo = MemoTokens(counter)
+        before, after = memo.conversation(messages), memo.conversation(new["messages"])
         if after >= before:
             raise BackendError(f"the result ({after} tokens) is not smaller than what it replaces ({before} tokens)")
     except BackendError as exc:
         fields.update(model_calls=calls, error=str(exc))
         return dump, Status.SUMMARIZE_FAILED, fields
     fields.update(summarized_count=len(cut.head), kept_count=len(cut.kept), summary_tokens=n,
-                  forced_user=cut.forced_user is not None, model_calls=calls, cached=answer.cached)
+                  forced_user=cut.forced_user is not None, model_calls=calls, cached=answer.cached,
+                  tokens_before=before, tokens_after=after)
     return new, Status.SUMMARIZED, fields
 
 

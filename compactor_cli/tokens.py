@@ -76,9 +76,19 @@ class TokenCounter:
         enc, self.exact = load_encoding(encoding)
         self._encode: Callable[[str], list[int]] = enc.encode_ordinary
         self.name = encoding if self.exact else "cl100k_base"
+        self._short: dict[str, int] = {}
 
     def text(self, s: str) -> int:
         return len(self._encode(s)) if s else 0
+
+    def short(self, s: str) -> int:
+        """Roles and function names repeat endlessly: remember their counts."""
+        n = self._short.get(s)
+        if n is None:
+            n = self._short[s] = self.text(s)
+            if len(self._short) > 10_000:
+                self._short.clear()
+        return n
 
     def content(self, content: Any) -> int:
         if isinstance(content, str):
@@ -90,7 +100,7 @@ class TokenCounter:
 
     def message_overhead(self, m: dict) -> int:
         """Everything of a message but its content."""
-        n = TOKENS_PER_MESSAGE + self.text(m.get("role", ""))
+        n = TOKENS_PER_MESSAGE + self.short(m.get("role", ""))
         if isinstance(m.get("name"), str):
             n += TOKENS_PER_NAME + self.text(m["name"])
         for key in ("reasoning", "reasoning_content"):
@@ -99,7 +109,7 @@ class TokenCounter:
         for call in m.get("tool_calls") or ():
             fn = call.get("function") if isinstance(call, dict) else None
             if isinstance(fn, dict):
-                n += TOKENS_PER_TOOL_CALL + self.text(fn.get("name") or "") + self.text(fn.get("arguments") or "")
+                n += TOKENS_PER_TOOL_CALL + self.short(fn.get("name") or "") + self.text(fn.get("arguments") or "")
         return n
 
     def message(self, m: dict) -> int:
@@ -107,3 +117,23 @@ class TokenCounter:
 
     def conversation(self, messages: list[dict]) -> int:
         return REPLY_PRIMING + sum(self.message(m) for m in messages)
+
+
+class MemoTokens:
+    """Counts tokens per message once: unchanged messages are shared (same objects) between a
+    conversation before and after compaction, so counting the result re-encodes only what
+    changed. Lives for one record; keyed by object identity while both dumps are alive."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self.memo: dict[int, int] = {}
+
+    def conversation(self, messages: list[dict]) -> int:
+        total = REPLY_PRIMING
+        memo = self.memo
+        for m in messages:
+            n = memo.get(id(m))
+            if n is None:
+                n = memo[id(m)] = self.counter.message(m)
+            total += n
+        return total

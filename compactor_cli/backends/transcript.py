@@ -54,8 +54,16 @@ def render_message(m: dict, max_chars: int) -> str:
     return line.replace("</", "<\\/")  # nothing inside can close the quoting tags
 
 
+def upper_bound_tokens(text: str) -> int:
+    """No BPE token is shorter than one UTF-8 byte, so the byte length bounds the token count."""
+    return len(text.encode("utf-8"))
+
+
 def chunk_lines(lines: list[str], budget: int, count: Callable[[str], int]) -> list[list[str]]:
-    """Greedy chunks of consecutive lines, each within ``budget`` tokens."""
+    """Greedy chunks of consecutive lines, each within ``budget`` tokens. Lines are counted
+    only when their byte lengths do not already prove that everything fits."""
+    if sum(upper_bound_tokens(line) + 1 for line in lines) <= budget:
+        return [lines] if lines else []
     chunks: list[list[str]] = []
     current: list[str] = []
     used = 0
@@ -77,7 +85,7 @@ def render_head(head: list[dict], budget: int, count: Callable[[str], int], clip
     for m in head:
         line = render_message(m, clip_chars)
         limit = clip_chars
-        while count(line) > budget and limit > 200:
+        while upper_bound_tokens(line) > budget and count(line) > budget and limit > 200:
             limit //= 2
             line = render_message(m, limit)
         lines.append(line)

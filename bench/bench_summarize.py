@@ -1,0 +1,84 @@
+"""Tier-2 timings.
+
+1. The extractive backend on the bundled real transcripts (fixtures/, and ../shared/data when
+   it is there): wall time per conversation of `xcompact summarize --backend extractive`.
+2. The openai backend on N generated conversations against a local chat-completions server
+   (tests/chat_server.py) answering after a fixed latency, at --concurrency 1 and 16, against
+   the ideal N x latency / concurrency.
+
+    python bench/bench_summarize.py [--n 200] [--latency 0.1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import orjson
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+
+def xcompact(*args: str, env: dict | None = None) -> float:
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "compactor_cli", *args], check=False, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})})
+    return time.perf_counter() - t
+
+
+def count_records(path: str) -> int:
+    with open(path, "rb") as fh:
+        return sum(1 for line in fh if line.strip()) if path.endswith(".jsonl") else 1
+
+
+def small_conversation(i: int) -> dict:
+    messages = [{"role": "system", "content": "You are a support agent."}]
+    for r in range(12):
+        messages.append({"role": "user", "content": f"Conversation {i}, question {r}: where is order A{i}{r}?"})
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{i}_{r}", "type": "function", "function": {"name": "lookup", "arguments": f'{{"o": "A{i}{r}"}}'}}]})
+        messages.append({"role": "tool", "tool_call_id": f"c{i}_{r}", "content": f"order A{i}{r}: shipped " + "x" * 400})
+        messages.append({"role": "assistant", "content": f"Order A{i}{r} has shipped."})
+    return {"messages": messages}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=200)
+    ap.add_argument("--latency", type=float, default=0.1)
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="xcompact-bench-")
+
+    files = sorted(glob.glob(os.path.join(ROOT, "fixtures", "*.json*")))
+    shared = sorted(glob.glob(os.path.join(ROOT, "..", "shared", "data", "*.jsonl")))
+    print("extractive backend (wall time per conversation, start-up included):")
+    for path in files + shared:
+        n = count_records(path)
+        dt = xcompact("summarize", "-q", "--backend", "extractive", path, "-o", os.path.join(tmp, "o" + os.path.splitext(path)[1]))
+        print(f"  {os.path.relpath(path, ROOT):45} {n:4} conversations {dt:7.2f}s  {1000 * dt / n:7.1f} ms/conversation")
+
+    from chat_server import ChatServer
+
+    src = os.path.join(tmp, "small.jsonl")
+    with open(src, "wb") as fh:
+        for i in range(args.n):
+            fh.write(orjson.dumps(small_conversation(i)) + b"\n")
+    print(f"openai backend, {args.n} conversations, server latency {args.latency * 1000:.0f} ms:")
+    with ChatServer(latency=args.latency) as server:
+        for conc in (1, 16):
+            dt = xcompact("summarize", "-q", "--backend", "openai", "--base-url", server.base_url, "--no-cache",
+                          "--keep-recent", "8", "--concurrency", str(conc), src, "-o", os.path.join(tmp, "s.jsonl"))
+            ideal = args.n * args.latency / conc
+            print(f"  --concurrency {conc:2}: {dt:6.2f}s  ideal {ideal:5.2f}s  ratio {dt / ideal:5.2f}")
+        print(f"  requests served: {len(server.requests)}, most in flight: {server.max_in_flight}")
+
+
+if __name__ == "__main__":
+    main()
