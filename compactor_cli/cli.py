@@ -42,8 +42,8 @@ def _run_command(command: str, inputs: tuple[str, ...], output: str | None, in_p
 
     settings = Settings(command=command, **settings_kwargs)
     try:
-        targets = plan_outputs(list(inputs), output if command != "validate" else None, in_place) \
-            if command != "validate" else _validate_targets(inputs)
+        targets = plan_outputs(list(inputs), output, in_place) if settings.write_output \
+            else _read_only_targets(inputs)
     except (UsageError, OutputError) as exc:
         raise click.UsageError(str(exc)) from None
     try:
@@ -65,7 +65,7 @@ def _run_command(command: str, inputs: tuple[str, ...], output: str | None, in_p
     sys.exit(report.exit_code)
 
 
-def _validate_targets(inputs: tuple[str, ...]):
+def _read_only_targets(inputs: tuple[str, ...]):
     from .files import Target, expand_inputs
 
     files = expand_inputs(list(inputs))
@@ -107,16 +107,43 @@ def toolcall(inputs: tuple[str, ...], output: str | None, in_place: bool, report
                  dict(keep=keep, originals=originals, strict=strict, encoding=encoding, tokens=not no_tokens))
 
 
+def _backend_extra(backend: str, summary_model: str | None, base_url: str | None, temperature: float,
+                   timeout: float, retries: int, concurrency: int, prompt_file: str | None,
+                   summary_input_tokens: int | None, cache_dir: str | None, no_cache: bool,
+                   dry_run: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Settings for the summariser backend, and the parameters the report records."""
+    from .backends import choose_backend_name
+    from .cache import default_cache_dir
+
+    chosen = choose_backend_name(backend)
+    if dry_run:
+        chosen = "extractive"  # a dry run makes no model calls
+    extra: dict[str, Any] = {"backend": chosen}
+    params: dict[str, Any] = {"backend": chosen}
+    if chosen == "openai":
+        instructions = None
+        if prompt_file:
+            with open(prompt_file, encoding="utf-8") as fh:
+                instructions = fh.read().strip() or None
+        extra["openai"] = dict(model=summary_model, base_url=base_url, temperature=temperature, timeout=timeout,
+                               retries=retries, concurrency=concurrency, instructions=instructions,
+                               summary_input_tokens=summary_input_tokens,
+                               cache_dir=None if no_cache else (cache_dir or default_cache_dir()))
+        params.update(summary_model=summary_model, base_url=base_url, temperature=temperature, timeout=timeout,
+                      retries=retries, concurrency=concurrency, prompt_file=prompt_file,
+                      summary_input_tokens=summary_input_tokens, cache=not no_cache)
+    return extra, params
+
+
 @cli.command()
 @opt.io_options
-@opt.summary_options
+@opt.cut_options
+@opt.backend_options("--model")
 @opt.originals
 @opt.encoding
 def summarize(inputs: tuple[str, ...], output: str | None, in_place: bool, report_path: str | None, quiet: bool,
-              strict: bool, keep_recent: int, max_summary_tokens: int, preserve_system: bool, backend: str,
-              model: str | None, base_url: str | None, temperature: float, timeout: float, retries: int,
-              concurrency: int, prompt_file: str | None, summary_input_tokens: int | None, cache_dir: str | None,
-              no_cache: bool, originals: str, encoding: str) -> None:
+              strict: bool, keep_recent: int, max_summary_tokens: int, preserve_system: bool, originals: str,
+              encoding: str, **backend_kw: Any) -> None:
     """Tier 2: replace older messages by one structured summary; keep recent ones verbatim.
 
     The summary has eight sections (system_context, overview, key_facts, user_preferences,
@@ -127,28 +154,72 @@ def summarize(inputs: tuple[str, ...], output: str | None, in_place: bool, repor
     Example:
       xcompact summarize fixtures/swe_agent_3.jsonl --backend extractive --keep-recent 8 -o summarized.jsonl
     """
-    from .backends import choose_backend_name
-    from .cache import default_cache_dir
-
-    extra = dict(keep_recent=keep_recent, max_summary_tokens=max_summary_tokens, preserve_system=preserve_system,
-                 backend=backend, keep_originals=originals == "keep")
-    chosen = choose_backend_name(backend)
-    params = dict(keep_recent=keep_recent, max_summary_tokens=max_summary_tokens, preserve_system=preserve_system,
-                  backend=chosen, originals=originals, strict=strict, encoding=encoding)
-    if chosen == "openai":
-        instructions = None
-        if prompt_file:
-            with open(prompt_file, encoding="utf-8") as fh:
-                instructions = fh.read().strip() or None
-        extra["openai"] = dict(model=model, base_url=base_url, temperature=temperature, timeout=timeout,
-                               retries=retries, concurrency=concurrency, instructions=instructions,
-                               summary_input_tokens=summary_input_tokens,
-                               cache_dir=None if no_cache else (cache_dir or default_cache_dir()))
-        params.update(model=model, base_url=base_url, temperature=temperature, timeout=timeout, retries=retries,
-                      concurrency=concurrency, prompt_file=prompt_file, summary_input_tokens=summary_input_tokens,
-                      cache=not no_cache)
+    extra, params = _backend_extra(**backend_kw)
+    extra.update(keep_recent=keep_recent, max_summary_tokens=max_summary_tokens, preserve_system=preserve_system,
+                 keep_originals=originals == "keep")
+    params.update(keep_recent=keep_recent, max_summary_tokens=max_summary_tokens, preserve_system=preserve_system,
+                  originals=originals, strict=strict, encoding=encoding)
     _run_command("summarize", inputs, output, in_place, report_path, quiet,
                  dict(strict=strict, encoding=encoding, count_tokens=True, extra=extra), params)
+
+
+@cli.command()
+@opt.io_options
+@click.option("--token-threshold", type=click.IntRange(min=1), default=None,
+              help="Compact conversations over this many tokens [default: 192000, or 70% of --model's window].")
+@click.option("--message-threshold", type=click.IntRange(min=1), default=None,
+              help="Compact conversations over this many messages (excludes --token-threshold).")
+@click.option("--model", "conversation_model", default=None,
+              help="The conversation's model: with no threshold, trigger at 70% of its context window.")
+@click.option("--context-window", type=click.IntRange(min=1), default=None,
+              help="Context window for --model when the built-in table does not know it.")
+@opt.keep
+@opt.cut_options
+@click.option("--escalation-rounds", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Consecutive tool-call rounds (counted in the dump) after which a summary is forced.")
+@click.option("--max-retries", type=click.IntRange(min=0), default=2, show_default=True,
+              help="Extra rounds when still over after a summary; each halves --keep and --keep-recent.")
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 when any conversation is over its threshold.")
+@click.option("--dry-run", is_flag=True,
+              help="Run the policy in memory and report what would happen; write nothing, call no model.")
+@opt.backend_options("--summary-model")
+@opt.originals
+@opt.encoding
+def compact(inputs: tuple[str, ...], output: str | None, in_place: bool, report_path: str | None, quiet: bool,
+            strict: bool, token_threshold: int | None, message_threshold: int | None, conversation_model: str | None,
+            context_window: int | None, keep: int, keep_recent: int, max_summary_tokens: int,
+            preserve_system: bool, escalation_rounds: int, max_retries: int, check: bool, dry_run: bool,
+            originals: str, encoding: str, **backend_kw: Any) -> None:
+    """The tiered policy: reclaim tool results first, summarise only when still over.
+
+    Conversations over --token-threshold (or --message-threshold) get tier 1; if the estimate
+    is still above 95% of the threshold (or the dump has had --escalation-rounds tool-call
+    rounds) a summary follows in the same round; still over, up to --max-retries more rounds
+    halve both keep counts.
+
+    \b
+    Example:
+      xcompact compact fixtures/taubench_airline_5.jsonl --token-threshold 2000 --backend extractive -o compacted.jsonl
+    """
+    from .compact import resolve_threshold
+
+    try:
+        token_threshold, message_threshold, source = resolve_threshold(
+            token_threshold, message_threshold, conversation_model, context_window)
+    except UsageError as exc:
+        raise click.UsageError(str(exc)) from None
+    extra, params = _backend_extra(dry_run=dry_run, **backend_kw)
+    policy = dict(token_threshold=token_threshold, message_threshold=message_threshold, keep=keep,
+                  keep_recent=keep_recent, escalation_rounds=escalation_rounds, max_retries=max_retries,
+                  max_summary_tokens=max_summary_tokens, preserve_system=preserve_system,
+                  keep_originals=originals == "keep")
+    extra.update(policy=policy, check=check)
+    params.update(policy, threshold_source=source, model=conversation_model, context_window=context_window,
+                  check=check, dry_run=dry_run, originals=originals, strict=strict, encoding=encoding)
+    _run_command("compact", inputs, None if (check or dry_run) else output, False if (check or dry_run) else in_place,
+                 report_path, quiet,
+                 dict(strict=strict, encoding=encoding, count_tokens=True, extra=extra,
+                      write_output=not (check or dry_run)), params)
 
 
 @cli.command()
@@ -185,7 +256,7 @@ def validate(inputs: tuple[str, ...], report_path: str | None, quiet: bool, stri
       xcompact validate fixtures/
     """
     _run_command("validate", inputs, None, False, report_path, quiet,
-                 dict(strict=strict, count_tokens=False), dict(strict=strict))
+                 dict(strict=strict, count_tokens=False, write_output=False), dict(strict=strict))
 
 
 @cli.command()

@@ -44,8 +44,8 @@ def token_options(f: F) -> F:
     return f
 
 
-def summary_options(f: F) -> F:
-    """Tier 2: the cut, the summary and the backend."""
+def cut_options(f: F) -> F:
+    """Tier 2: where the cut goes and how big the summary may be."""
     from .summarize import DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS
 
     opts = [
@@ -55,26 +55,41 @@ def summary_options(f: F) -> F:
                      show_default=True, help="Token budget of the summary (all eight sections)."),
         click.option("--preserve-system", is_flag=True,
                      help="Keep the original system prompt text above the summary instead of replacing it."),
-        click.option("--backend", type=click.Choice(["auto", "extractive", "openai"]), default="auto",
-                     show_default=True,
-                     help="auto: openai when OPENAI_API_KEY or OPENAI_BASE_URL is set, else the offline extractive one."),
-        click.option("--model", default=None, help="Model for the openai backend [default: gpt-4o-mini]."),
-        click.option("--base-url", default=None, help="OpenAI-compatible server URL (or OPENAI_BASE_URL)."),
-        click.option("--temperature", type=float, default=0.0, show_default=True, help="Sampling temperature."),
-        click.option("--timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
-                     help="Seconds per model request."),
-        click.option("--retries", type=click.IntRange(min=0), default=4, show_default=True,
-                     help="Retries on 429/5xx/timeouts, with exponential backoff honouring Retry-After."),
-        click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True,
-                     help="Model requests in flight at once (conversations summarised concurrently)."),
-        click.option("--prompt-file", type=click.Path(exists=True, dir_okay=False), default=None,
-                     help="File whose text replaces the summariser's instructions (the section format is kept)."),
-        click.option("--summary-input-tokens", type=click.IntRange(min=1000), default=None,
-                     help="Most tokens sent per model request [default: the model's context window from the "
-                          "table, else 100000]; longer heads are clipped and summarised in chunks."),
-        click.option("--cache-dir", default=None, help="Summary cache directory [default: ~/.cache/xcompact]."),
-        click.option("--no-cache", is_flag=True, help="Do not read or write the summary cache."),
     ]
     for opt in reversed(opts):
         f = opt(f)
     return f
+
+
+def backend_options(model_flag: str = "--model"):
+    """The summariser backend. ``compact`` names its model option --summary-model, since its
+    --model is the conversation's model (for the threshold), as nagents separates the two."""
+
+    def decorate(f: F) -> F:
+        opts = [
+            click.option("--backend", type=click.Choice(["auto", "extractive", "openai"]), default="auto",
+                         show_default=True,
+                         help="auto: openai when OPENAI_API_KEY or OPENAI_BASE_URL is set, else the offline extractive one."),
+            click.option(model_flag, "summary_model", default=None,
+                         help="Model of the openai summariser [default: gpt-4o-mini]."),
+            click.option("--base-url", default=None, help="OpenAI-compatible server URL (or OPENAI_BASE_URL)."),
+            click.option("--temperature", type=float, default=0.0, show_default=True, help="Sampling temperature."),
+            click.option("--timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
+                         help="Seconds per model request."),
+            click.option("--retries", type=click.IntRange(min=0), default=4, show_default=True,
+                         help="Retries on 429/5xx/timeouts, with exponential backoff honouring Retry-After."),
+            click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True,
+                         help="Model requests in flight at once (conversations summarised concurrently)."),
+            click.option("--prompt-file", type=click.Path(exists=True, dir_okay=False), default=None,
+                         help="File whose text replaces the summariser's instructions (the section format is kept)."),
+            click.option("--summary-input-tokens", type=click.IntRange(min=1000), default=None,
+                         help="Most tokens sent per model request [default: the model's context window from the "
+                              "table, else 100000]; longer heads are clipped and summarised in chunks."),
+            click.option("--cache-dir", default=None, help="Summary cache directory [default: ~/.cache/xcompact]."),
+            click.option("--no-cache", is_flag=True, help="Do not read or write the summary cache."),
+        ]
+        for opt in reversed(opts):
+            f = opt(f)
+        return f
+
+    return decorate

@@ -33,6 +33,7 @@ class Settings:
     strict: bool = False
     count_tokens: bool = True
     encoding: str = "cl100k_base"
+    write_output: bool = True  # False: validate, compact --check / --dry-run
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -128,7 +129,7 @@ def _finish(rec: Record, settings: Settings, counter: TokenCounter | None, dump:
     if warnings:
         item["warnings"] = warnings[:MAX_WARNINGS_LISTED]
         item["warning_count"] = len(warnings)
-    out = None if settings.command == "validate" else _serialise(new, shape, rec.form)
+    out = _serialise(new, shape, rec.form) if settings.write_output else None
     return Outcome(out, item, warnings, fields.get("error") if status.failed else None)
 
 

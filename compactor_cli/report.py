@@ -64,6 +64,8 @@ class Report:
         self.conversations += 1
         status = item["status"]
         self.statuses[status] += 1
+        if status == Status.OVER_THRESHOLD.value:
+            self.check_failed = True
         self.warnings += len(item.get("warnings") or ())
         if status not in (Status.INVALID_INPUT.value,):
             self.reclaimed_count += item.get("reclaimed_count") or 0

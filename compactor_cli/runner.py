@@ -20,7 +20,7 @@ from .tokens import TokenCounter
 Emit = Callable[[str], None]
 #: Warning lines printed per run; the rest are counted in the summary and listed in --report.
 MAX_WARNING_LINES = 20
-MODEL_COMMANDS = ("summarize",)
+MODEL_COMMANDS = ("summarize", "compact")
 
 
 def make_counter(settings: Settings, emit: Emit) -> TokenCounter | None:
@@ -74,12 +74,19 @@ def run(targets: list[Target], settings: Settings, report: Report, emit: Emit, q
         report.notes.append(f"token counts approximate: {settings.encoding} unavailable, cl100k_base used")
     backend = runner_async = None
     if settings.command in MODEL_COMMANDS:
-        from .tier2 import make_summarize_transform
-
         assert counter is not None
-        transform, backend = make_summarize_transform(settings.extra, counter)
-        report.notes.append(f"backend: {backend.name}" + (f", model {backend.model}" if backend.model else ""))
-        window = 2 * int(settings.extra.get("openai", {}).get("concurrency", 1)) if backend.name == "openai" else 1
+        if settings.command == "compact":
+            from .compact import make_compact_transform
+
+            transform, backend = make_compact_transform(settings.extra, counter)
+        else:
+            from .tier2 import make_summarize_transform
+
+            transform, backend = make_summarize_transform(settings.extra, counter)
+        if backend is not None:
+            report.notes.append(f"backend: {backend.name}" + (f", model {backend.model}" if backend.model else ""))
+        is_openai = backend is not None and backend.name == "openai"
+        window = 2 * int(settings.extra.get("openai", {}).get("concurrency", 1)) if is_openai else 1
         runner_async = OrderedAsync(transform, settings, counter, window)
 
         def outcomes(records: Iterable[Record]) -> Iterator[tuple[Record, Outcome]]:
@@ -99,7 +106,7 @@ def run(targets: list[Target], settings: Settings, report: Report, emit: Emit, q
 def _run_targets(targets: list[Target], settings: Settings, report: Report, emit: Emit, quiet: bool,
                  progress: Callable[[Iterable], Iterable] | None,
                  outcomes: Callable[[Iterable[Record]], Iterator[tuple[Record, Outcome]]]) -> None:
-    writes = settings.command != "validate"
+    writes = settings.write_output
     warned = 0
     for target in targets:
         report.files += 1

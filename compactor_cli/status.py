@@ -14,6 +14,7 @@ class Status(str, Enum):
     SUMMARIZE_FAILED = "SUMMARIZE_FAILED"  # tier 2 failed; conversation left as it was
     UNDER_THRESHOLD = "UNDER_THRESHOLD"  # compact: below the trigger, left alone
     STILL_OVER = "STILL_OVER"  # compact: every round spent and still over the threshold
+    OVER_THRESHOLD = "OVER_THRESHOLD"  # compact --check: over the threshold (nothing written)
     RESTORED = "RESTORED"  # restore: originals put back
     VALID = "VALID"  # validate: schema and structure hold
     INVALID_INPUT = "INVALID_INPUT"  # not a conversation xcompact accepts; written unchanged
@@ -23,4 +24,4 @@ class Status(str, Enum):
 
     @property
     def failed(self) -> bool:
-        return self in (Status.INVALID_INPUT, Status.SUMMARIZE_FAILED)
+        return self in (Status.INVALID_INPUT, Status.SUMMARIZE_FAILED, Status.STILL_OVER)

@@ -139,8 +139,14 @@ def restore_conversation(dump: dict) -> tuple[dict, int]:
 
     dump, rounds = restore_summaries(dump)
     dump, restored = restore_tool_results(dump)
+    meta = dump.get(META_KEY)
     if META_KEY in dump:
         dump = {k: v for k, v in dump.items() if k != META_KEY}
+        replaced = meta.get("replaced") if isinstance(meta, dict) else None
+        for key, value in (replaced or {}).items():  # keys compact changed, as they were first
+            dump[key] = value
+        for key in (meta.get("absent") or []) if isinstance(meta, dict) else []:
+            dump.pop(key, None)
     return dump, restored + rounds
 
 

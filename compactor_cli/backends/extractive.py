@@ -11,7 +11,8 @@ import re
 from collections import Counter
 from typing import Any, Callable
 
-from ..sections import SECTIONS, render_sections
+from ..errors import BackendError
+from ..sections import SECTIONS, parse_sections, render_sections
 from . import Answer, SummaryRequest
 
 SCAN_CHARS = 20_000  # per message: the first and last SCAN_CHARS characters are read
@@ -98,6 +99,27 @@ def rank_facts(head: list[dict]) -> list[str]:
     return sorted(scores, key=lambda f: (-scores[f], order[f]))
 
 
+def _zip_longest(a: list[str], b: list[str]) -> list[tuple[str | None, str | None]]:
+    n = max(len(a), len(b))
+    return [(a[i] if i < len(a) else None, b[i] if i < len(b) else None) for i in range(n)]
+
+
+def split_previous_summary(system_text: str) -> tuple[str, dict[str, str] | None]:
+    """A system message written by an earlier round is (prompt text +) summary + note: split
+    it so the earlier summary's items carry over instead of being read as a prompt."""
+    at = system_text.find("## system_context")
+    if at < 0:
+        return system_text, None
+    body = system_text[at:]
+    note = body.find("\n\n[Compaction note")
+    if note >= 0:
+        body = body[:note]
+    try:
+        return system_text[:at].strip(), parse_sections(body)
+    except BackendError:
+        return system_text, None
+
+
 def build_candidates(request: SummaryRequest) -> dict[str, list[str]]:
     """Every section's items, best first."""
     head = request.head
@@ -120,7 +142,8 @@ def build_candidates(request: SummaryRequest) -> dict[str, list[str]]:
         elif role == "tool":
             tool_texts.append(t)
 
-    sys_sents = _sentences(request.system_text)[:4]
+    prompt_text, previous = split_previous_summary(request.system_text)
+    sys_sents = _sentences(prompt_text)[:4]
     system_context = [_clip(s, 300) for s in sys_sents] or ["(no system prompt)"]
 
     n_user = sum(1 for m in head if m.get("role") == "user")
@@ -168,9 +191,18 @@ def build_candidates(request: SummaryRequest) -> dict[str, list[str]]:
             tone.append("User writes partly in a non-Latin script; answer in the user's language.")
     tone.append("Assistant acts as a tool-using agent." if tool_names else "Plain conversation without tools.")
 
-    return {"system_context": system_context, "overview": overview, "key_facts": key_facts,
-            "user_preferences": prefs, "decisions": decisions, "pending_tasks": pending,
-            "open_questions": open_questions, "tone_context": tone}
+    fresh = {"system_context": system_context, "overview": overview, "key_facts": key_facts,
+             "user_preferences": prefs, "decisions": decisions, "pending_tasks": pending,
+             "open_questions": open_questions, "tone_context": tone}
+    if previous is None:
+        return fresh
+    # a later round: what the earlier summary kept competes with what is new, item by item
+    merged = {}
+    for section in SECTIONS:
+        old = [line[2:].strip() for line in previous.get(section, "").splitlines() if line.startswith("- ")]
+        new = fresh[section] if not (section == "system_context" and not sys_sents) else []
+        merged[section] = _dedupe([x for pair in _zip_longest(new, old) for x in pair if x])
+    return merged
 
 
 def fit_to_budget(candidates: dict[str, list[str]], max_tokens: int, count: Callable[[str], int]) -> str:

@@ -1,0 +1,219 @@
+"""The tiered policy (xun's automatic compaction, applied offline), for one conversation.
+
+Over the trigger (a token or a message threshold), reclaim old tool results first; escalate
+to a summary in the same round when the estimate is still above threshold x ESCALATION_RATIO,
+or when the dump's count of consecutive tool-call rounds reaches ``escalation_rounds``; still
+over after the summary, retry up to ``max_retries`` rounds, each halving both keep counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .backends import Backend
+from .conversation import META_KEY, estimated_message_length
+from .errors import UsageError
+from .status import Status
+from .summarize import DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS, head_tool_counts
+from .summary_store import COUNTER_KEY
+from .tier2 import SummarizeOptions, summarize_conversation
+from .tokens import MemoTokens, TokenCounter
+from .toolcall import DEFAULT_KEEP, reclaim_tool_results
+
+#: The estimate must fall below 95% of the threshold to count as real progress (xun: a module
+#: constant, not a per-run option).
+ESCALATION_RATIO = 0.95
+DEFAULT_TOKEN_THRESHOLD = 192_000
+THRESHOLD_SHARE_OF_WINDOW = 0.70  # nagents: with no threshold, 70% of the model's context
+
+
+@dataclass
+class Policy:
+    token_threshold: int | None = DEFAULT_TOKEN_THRESHOLD
+    message_threshold: int | None = None
+    keep: int = DEFAULT_KEEP
+    keep_recent: int = DEFAULT_KEEP_RECENT
+    escalation_rounds: int = 2
+    max_retries: int = 2
+    max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS
+    preserve_system: bool = False
+    keep_originals: bool = True
+
+    @property
+    def threshold(self) -> int:
+        return self.message_threshold if self.message_threshold is not None else int(self.token_threshold or 0)
+
+    @property
+    def unit(self) -> str:
+        return "messages" if self.message_threshold is not None else "tokens"
+
+
+def resolve_threshold(token_threshold: int | None, message_threshold: int | None, model: str | None,
+                      context_window: int | None) -> tuple[int | None, int | None, str]:
+    """(token threshold, message threshold, where it came from). The two thresholds exclude
+    each other; with neither, 70% of the model's window, else xun's 192000 tokens."""
+    from .models import context_window as window_of
+
+    if token_threshold is not None and message_threshold is not None:
+        raise UsageError("--token-threshold and --message-threshold cannot be used together; choose one")
+    if message_threshold is not None:
+        return None, message_threshold, "--message-threshold"
+    if token_threshold is not None:
+        return token_threshold, None, "--token-threshold"
+    if model is not None or context_window is not None:
+        window = context_window or window_of(model)
+        if window is None:
+            raise UsageError(f"the context window of model {model!r} is not in the table; give --context-window N "
+                             "or a --token-threshold")
+        return int(window * THRESHOLD_SHARE_OF_WINDOW), None, f"70% of the {window}-token context window"
+    return DEFAULT_TOKEN_THRESHOLD, None, "default"
+
+
+def measure(dump: dict, policy: Policy, memo: MemoTokens | None, observed_ok: bool = True) -> tuple[int, str]:
+    """(size, source): messages, or the dump's observed ``tokens_used``, else a tiktoken count."""
+    if policy.message_threshold is not None:
+        return len(dump["messages"]), "messages"
+    observed = dump.get("tokens_used")
+    if observed_ok and isinstance(observed, int) and not isinstance(observed, bool) and observed >= 0:
+        return observed, "observed"
+    assert memo is not None
+    return memo.conversation(dump["messages"]), "counted"
+
+
+def _remember(new: dict, original: dict, keys: tuple[str, ...]) -> dict:
+    """Record, once, the input's values of keys the policy changes, so restore gives them back."""
+    meta = dict(new.get(META_KEY) or {})
+    replaced = dict(meta.get("replaced") or {})
+    absent = list(meta.get("absent") or [])
+    for key in keys:
+        if key in replaced or key in absent:
+            continue
+        if key in original:
+            replaced[key] = original[key]
+        else:
+            absent.append(key)
+    meta["replaced"] = replaced
+    if absent:
+        meta["absent"] = absent
+    return {**new, META_KEY: meta}
+
+
+def _with_counters(dump: dict, original: dict, **changes: Any) -> dict:
+    counter = dict(dump.get(COUNTER_KEY) or {})
+    counter.setdefault("summary_rounds", 0)
+    counter.setdefault("toolcall_rounds", 0)
+    counter.update(changes)
+    new = {**dump, COUNTER_KEY: counter, "tokens_used": None}
+    return _remember(new, original, ("tokens_used", COUNTER_KEY))
+
+
+async def compact_conversation(dump: dict, policy: Policy, backend: Backend | None,
+                               counter: TokenCounter) -> tuple[dict, Status, dict[str, Any]]:
+    """Apply the policy. Returns (dump, status, report fields with every round taken)."""
+    new, status, fields = await _apply_policy(dump, policy, backend, counter)
+    fields["reclaimed_count"] = sum(r.get("reclaimed_count", 0) for r in fields["rounds"])
+    before = estimated_message_length(dump["messages"])
+    after = estimated_message_length(new["messages"]) if new is not dump else before
+    fields["length_before"], fields["length_after"] = before, after
+    fields["reclaimed_fraction"] = max(0.0, (before - after) / before) if before else 0.0
+    return new, status, fields
+
+
+async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None,
+                        counter: TokenCounter) -> tuple[dict, Status, dict[str, Any]]:
+    memo = MemoTokens(counter)
+    size, source = measure(dump, policy, memo)
+    threshold = policy.threshold
+    fields: dict[str, Any] = {"threshold": threshold, "threshold_unit": policy.unit, "size_before": size,
+                              "size_source": source, "rounds": []}
+    if size <= threshold:
+        fields["size_after"] = size
+        return dump, Status.UNDER_THRESHOLD, fields
+    original = dump
+    keep, keep_recent = policy.keep, policy.keep_recent
+    changed = False
+    summary_error = None
+    for attempt in range(policy.max_retries + 1):
+        # tier 1
+        new, res = reclaim_tool_results(dump, keep=keep, keep_originals=policy.keep_originals,
+                                        key_offsets=head_tool_counts(dump))
+        rounds = int((dump.get(COUNTER_KEY) or {}).get("toolcall_rounds") or 0) + 1
+        if source == "observed" and attempt == 0:
+            estimate = round(size * (1 - res.reclaimed_fraction))
+        else:
+            estimate, _ = measure(new, policy, memo, observed_ok=False)
+        if res.reclaimed_count:
+            changed = True
+        dump = _with_counters(new, original, toolcall_rounds=rounds)
+        fields["rounds"].append({"tier": 1, "keep": keep, "reclaimed_count": res.reclaimed_count,
+                                 "estimate": estimate})
+        ratio_escalate = estimate > threshold * ESCALATION_RATIO
+        rounds_escalate = rounds >= policy.escalation_rounds
+        if not ratio_escalate and not rounds_escalate:
+            fields["size_after"] = estimate
+            return dump, Status.RECLAIMED if changed else Status.NOTHING_TO_CONDENSE, fields
+        # tier 2, same round
+        opts = SummarizeOptions(keep_recent=keep_recent, max_summary_tokens=policy.max_summary_tokens,
+                                preserve_system=policy.preserve_system, keep_originals=policy.keep_originals)
+        assert backend is not None
+        summarised, status, sfields = await summarize_conversation(dump, opts, backend, counter)
+        entry = {"tier": 2, "keep_recent": keep_recent, "status": status.value,
+                 "reason": "ratio" if ratio_escalate else "escalation_rounds"}
+        if status is Status.SUMMARIZED:
+            changed = True
+            dump = _remember(summarised, original, ("tokens_used", COUNTER_KEY))
+            estimate, _ = measure(dump, policy, memo, observed_ok=False)
+            entry.update(summarized_count=sfields["summarized_count"], estimate=estimate)
+            fields.setdefault("backend", sfields.get("backend"))
+            fields.setdefault("model", sfields.get("model"))
+        elif status is Status.SUMMARIZE_FAILED:
+            summary_error = sfields.get("error")
+            entry["error"] = summary_error
+        fields["rounds"].append(entry)
+        if estimate <= threshold:
+            fields["size_after"] = estimate
+            if status is Status.SUMMARIZED:
+                return dump, Status.SUMMARIZED, fields
+            return dump, Status.RECLAIMED if changed else Status.NOTHING_TO_CONDENSE, fields
+        if summary_error is not None:
+            fields["size_after"] = estimate
+            fields["error"] = summary_error
+            return dump, Status.SUMMARIZE_FAILED, fields
+        keep, keep_recent = keep // 2, keep_recent // 2
+    fields["size_after"] = estimate
+    fields["over_by"] = estimate - threshold
+    if not changed:
+        return original, Status.NOTHING_TO_CONDENSE, fields
+    fields["error"] = (f"still over the threshold after {policy.max_retries + 1} rounds: {estimate} {policy.unit}, "
+                       f"{estimate - threshold} over {threshold}")
+    return dump, Status.STILL_OVER, fields
+
+
+def check_conversation_size(dump: dict, policy: Policy, counter: TokenCounter) -> tuple[dict, Status, dict[str, Any]]:
+    """--check: measure only."""
+    size, source = measure(dump, policy, MemoTokens(counter))
+    status = Status.OVER_THRESHOLD if size > policy.threshold else Status.UNDER_THRESHOLD
+    fields: dict[str, Any] = {"threshold": policy.threshold, "threshold_unit": policy.unit, "size_before": size,
+                              "size_source": source, "size_after": size}
+    if status is Status.OVER_THRESHOLD:
+        fields["over_by"] = size - policy.threshold
+    return dump, status, fields
+
+
+def make_compact_transform(extra: dict[str, Any], counter: TokenCounter):
+    """An async transform for the pipeline, and the summary backend (None with --check)."""
+    policy = Policy(**extra["policy"])
+    if extra.get("check"):
+        def check(dump: dict, settings: Any) -> tuple[dict, Status, dict[str, Any]]:
+            return check_conversation_size(dump, policy, counter)
+
+        return check, None
+    from .tier2 import make_backend
+
+    backend = make_backend(extra, counter)
+
+    async def transform(dump: dict, settings: Any) -> tuple[dict, Status, dict[str, Any]]:
+        return await compact_conversation(dump, policy, backend, counter)
+
+    return transform, backend

@@ -1,0 +1,171 @@
+"""The tiered policy of `xcompact compact`: thresholds, escalation, retries, statuses, --check."""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compactor_cli import restore_conversation
+from compactor_cli.backends.extractive import ExtractiveBackend
+from compactor_cli.cli import cli
+from compactor_cli.compact import ESCALATION_RATIO, Policy, compact_conversation, resolve_threshold
+from compactor_cli.errors import UsageError
+from compactor_cli.status import Status
+from compactor_cli.tokens import TokenCounter
+
+from conftest import FIXTURES, long_conv, tool_conv
+from strategies import conversations
+
+COUNTER = TokenCounter()
+BACKEND = ExtractiveBackend(COUNTER.text)
+
+
+def compact(dump, **kw):
+    return asyncio.run(compact_conversation(dump, Policy(**kw), BACKEND, COUNTER))
+
+
+def tokens(dump):
+    return COUNTER.conversation(dump["messages"])
+
+
+def test_thresholds_exclude_each_other_and_default_from_the_model():
+    with pytest.raises(UsageError, match="cannot be used together"):
+        resolve_threshold(1000, 10, None, None)
+    assert resolve_threshold(None, None, "gpt-4o-2024-08-06", None)[0] == int(128_000 * 0.7)
+    assert resolve_threshold(None, None, "my-local-model", 32_000)[0] == 22_400
+    with pytest.raises(UsageError, match="--context-window"):
+        resolve_threshold(None, None, "my-local-model", None)
+    assert resolve_threshold(None, None, None, None)[0] == 192_000
+
+
+def test_cli_rejects_both_thresholds(runner):
+    res = runner.invoke(cli, ["compact", "--token-threshold", "5", "--message-threshold", "5",
+                              str(FIXTURES / "airline_list.json")])
+    assert res.exit_code == 2 and "cannot be used together" in res.stderr and res.stdout == ""
+
+
+def test_under_threshold_is_left_alone():
+    dump = long_conv()
+    del dump["tokens_used"]
+    new, status, fields = compact(dump, token_threshold=tokens(dump) + 1)
+    assert status is Status.UNDER_THRESHOLD and new is dump and fields["rounds"] == []
+
+
+def test_observed_tokens_used_is_the_measure():
+    dump = long_conv()
+    dump["tokens_used"] = 10
+    _, status, fields = compact(dump, token_threshold=1000)
+    assert status is Status.UNDER_THRESHOLD and fields["size_source"] == "observed"
+
+
+def test_reclaim_alone_when_it_brings_the_estimate_under_the_ratio():
+    dump = long_conv(rounds=20, size=2000)
+    del dump["tokens_used"]
+    before = tokens(dump)
+    new, status, fields = compact(dump, token_threshold=int(before * 0.8))
+    assert status is Status.RECLAIMED
+    assert [r["tier"] for r in fields["rounds"]] == [1]
+    assert fields["size_after"] <= int(before * 0.8) * ESCALATION_RATIO
+    assert new["tokens_used"] is None and new["compaction_counter"]["toolcall_rounds"] == 1
+    assert restore_conversation(new)[0] == dump
+
+
+def test_escalates_to_a_summary_in_the_same_round_on_the_ratio():
+    dump = long_conv(rounds=20)
+    del dump["tokens_used"]
+    new, status, fields = compact(dump, token_threshold=tokens(dump) // 4)
+    assert status is Status.SUMMARIZED
+    assert [(r["tier"], r.get("reason")) for r in fields["rounds"][:2]] == [(1, None), (2, "ratio")]
+    summaries = sum(1 for r in fields["rounds"] if r.get("status") == "SUMMARIZED")
+    assert new["compaction_counter"] == {"summary_rounds": summaries, "toolcall_rounds": 0}
+    assert restore_conversation(new)[0] == dump
+
+
+def test_escalates_when_the_tool_round_counter_reaches_escalation_rounds():
+    dump = long_conv(rounds=20, size=2000)
+    del dump["tokens_used"]
+    threshold = int(tokens(dump) * 0.8)  # tier 1 alone would do
+    dump["compaction_counter"] = {"toolcall_rounds": 1, "summary_rounds": 0}
+    new, status, fields = compact(dump, token_threshold=threshold, escalation_rounds=2)
+    assert status is Status.SUMMARIZED
+    assert fields["rounds"][1]["reason"] == "escalation_rounds"
+    _, status, _ = compact(dump, token_threshold=threshold, escalation_rounds=3)
+    assert status is Status.RECLAIMED
+
+
+def test_retries_halve_both_keep_counts_then_still_over():
+    dump = long_conv(rounds=20)
+    dump["messages"][-1]["content"] = "x " * 5000  # a huge recent message nothing can remove
+    del dump["tokens_used"]
+    new, status, fields = compact(dump, token_threshold=3000, keep=12, keep_recent=16, max_retries=2)
+    assert status is Status.STILL_OVER
+    tier1 = [r["keep"] for r in fields["rounds"] if r["tier"] == 1]
+    tier2 = [r["keep_recent"] for r in fields["rounds"] if r["tier"] == 2]
+    assert tier1 == [12, 6, 3] and tier2 == [16, 8, 4]
+    assert fields["over_by"] == fields["size_after"] - 3000 > 0
+    assert new is not dump and tokens(new) < tokens(dump)  # the best result is kept
+    assert restore_conversation(new)[0] == dump
+
+
+def test_message_threshold():
+    dump = long_conv(rounds=20)
+    new, status, fields = compact(dump, message_threshold=40, keep_recent=16)
+    assert status is Status.SUMMARIZED and len(new["messages"]) <= 40
+    assert fields["threshold_unit"] == "messages"
+
+
+@settings(max_examples=40, deadline=None)
+@given(conversations(), st.integers(50, 3000), st.integers(0, 6), st.integers(0, 8))
+def test_restore_after_compact_gives_back_the_input(dump, threshold, keep, keep_recent):
+    new, status, _ = compact(dump, token_threshold=threshold, keep=keep, keep_recent=keep_recent)
+    assert restore_conversation(new)[0] == dump
+
+
+# ---- CLI: --check, --dry-run, the report
+
+def test_check_writes_nothing_and_exits_1_when_over(runner, tmp_path):
+    src = FIXTURES / "taubench_airline_5.jsonl"
+    res = runner.invoke(cli, ["compact", "--check", "--token-threshold", "2000", str(src), "--report",
+                              str(tmp_path / "r.json")])
+    assert res.exit_code == 1 and res.stdout == ""
+    doc = orjson.loads((tmp_path / "r.json").read_bytes())
+    assert doc["totals"]["statuses"] == {"OVER_THRESHOLD": 4, "UNDER_THRESHOLD": 1}
+    assert all(i["over_by"] > 0 for i in doc["items"] if i["status"] == "OVER_THRESHOLD")
+    res = runner.invoke(cli, ["compact", "--check", "--token-threshold", "100000", str(src)])
+    assert res.exit_code == 0 and res.stdout == ""
+
+
+def test_dry_run_reports_rounds_and_writes_nothing(runner, tmp_path):
+    out = tmp_path / "o.jsonl"
+    res = runner.invoke(cli, ["compact", "--dry-run", "--token-threshold", "2000", str(FIXTURES / "taubench_airline_5.jsonl"),
+                              "-o", str(out), "--report", str(tmp_path / "r.json")], env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+    assert res.exit_code == 0 and not out.exists() and res.stdout == ""
+    doc = orjson.loads((tmp_path / "r.json").read_bytes())
+    assert doc["parameters"]["dry_run"] and doc["parameters"]["backend"] == "extractive"
+    assert any(i["rounds"] for i in doc["items"])
+
+
+def test_compact_output_is_stable_on_a_second_run(runner, tmp_path):
+    out1, out2 = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    args = ["compact", "-q", "--token-threshold", "2500", "--backend", "extractive"]
+    assert runner.invoke(cli, args + [str(FIXTURES / "taubench_airline_5.jsonl"), "-o", str(out1)]).exit_code == 0
+    res = runner.invoke(cli, args + [str(out1), "-o", str(out2), "--report", str(tmp_path / "r.json")])
+    doc = orjson.loads((tmp_path / "r.json").read_bytes())
+    assert set(doc["totals"]["statuses"]) == {"UNDER_THRESHOLD"}
+    assert out2.read_bytes() == out1.read_bytes()
+
+
+def test_small_tool_conversation_reclaims(runner, tmp_path):
+    src = tmp_path / "c.json"
+    conv = tool_conv(n_tools=20, size=2000)
+    del conv["tokens_used"]
+    src.write_bytes(orjson.dumps(conv))
+    threshold = int(tokens(conv) * 0.8)
+    res = runner.invoke(cli, ["compact", "--token-threshold", str(threshold), str(src), "--report", str(tmp_path / "r.json")])
+    assert res.exit_code == 0
+    item = orjson.loads((tmp_path / "r.json").read_bytes())["items"][0]
+    assert item["status"] == "RECLAIMED" and item["reclaimed_count"] == 8
