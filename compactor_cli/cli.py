@@ -21,45 +21,82 @@ def _emit(line: str) -> None:
     click.echo(line, err=True)
 
 
+class _Bar:
+    """A tqdm bar over bytes (rate, ETA) that also counts conversations."""
+
+    def __init__(self, total: int, desc: str) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total or None, desc=desc, unit="B", unit_scale=True, unit_divisor=1024,
+                        file=sys.stderr, leave=False, dynamic_ncols=True)
+        self.conversations = 0
+
+    def update(self, nbytes: int) -> None:
+        self.conversations += 1
+        self.bar.update(nbytes)
+        if self.conversations % 50 == 0:
+            self.bar.set_postfix_str(f"{self.conversations} conv", refresh=False)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
 def _progress(quiet: bool):
-    """tqdm over records on stderr, only for a person watching a terminal."""
+    """Progress on stderr, only for a person watching a terminal."""
     if quiet or not sys.stderr.isatty():
         return None
-    from tqdm import tqdm
-
-    def wrap(it: Iterable) -> Iterable:
-        return tqdm(it, unit="conv", file=sys.stderr, leave=False)
-
-    return wrap
+    return _Bar
 
 
-def _run_command(command: str, inputs: tuple[str, ...], output: str | None, in_place: bool,
-                 report_path: str | None, quiet: bool, settings_kwargs: dict[str, Any],
+def _run_command(command: str, io: dict[str, Any], settings_kwargs: dict[str, Any],
                  parameters: dict[str, Any]) -> None:
+    """Plan outputs, run, report, exit. ``io`` holds the options of options.io_options."""
+    import os
+    import signal
+
     from .files import plan_outputs
+    from .journal import Journal, journal_path
     from .pipeline import Settings
     from .runner import run
 
+    quiet, report_path = io.get("quiet", False), io.get("report_path")
     settings = Settings(command=command, **settings_kwargs)
     try:
-        targets = plan_outputs(list(inputs), output, in_place) if settings.write_output \
-            else _read_only_targets(inputs)
+        targets = plan_outputs(list(io["inputs"]), io.get("output"), io.get("in_place", False)) \
+            if settings.write_output else _read_only_targets(io["inputs"])
     except (UsageError, OutputError) as exc:
         raise click.UsageError(str(exc)) from None
+    ctx = click.get_current_context()
+    parameters = {**parameters, "config": ctx.meta.get("xcompact_config")}
+    journal = None
+    if settings.write_output and all(t.path is not None for t in targets):
+        journal = Journal(journal_path(command, parameters, targets, report_path), resume=io.get("resume", False))
+    elif io.get("resume"):
+        raise click.UsageError("--resume needs outputs in files (-o or --in-place), not stdout")
     try:
-        report = Report(command=command, parameters=parameters, report_path=report_path)
+        report = Report(command=command, parameters=parameters, report_path=report_path,
+                        resume_state=journal.state.get("report") if journal and journal.resumed else None)
     except OSError as exc:
         raise click.UsageError(f"cannot write the report {report_path}: {exc.strerror}") from None
+    jobs = io.get("jobs") or os.cpu_count() or 1
+
+    def _terminate(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _terminate)
     try:
-        run(targets, settings, report, _emit, quiet=quiet, progress=_progress(quiet))
+        run(targets, settings, report, _emit, quiet=quiet, progress=_progress(quiet), jobs=jobs, journal=journal)
     except UsageError as exc:
         report.abort()
         raise click.UsageError(str(exc)) from None
     except KeyboardInterrupt:
-        report.abort()
-        _emit("interrupted: no output was left half-written")
+        report.abort(keep=journal is not None)
+        hint = "; run the same command with --resume to continue" if journal is not None else ""
+        _emit(f"interrupted: no output was left half-written{hint}")
         sys.exit(EXIT_INTERRUPTED)
     report.close()
+    if journal is not None:
+        journal.discard()
     if not quiet:
         _emit(report.summary())
     sys.exit(report.exit_code)
@@ -90,8 +127,7 @@ def cli() -> None:
 @opt.keep
 @opt.originals
 @opt.token_options
-def toolcall(inputs: tuple[str, ...], output: str | None, in_place: bool, report_path: str | None,
-             quiet: bool, strict: bool, keep: int, originals: str, encoding: str, no_tokens: bool) -> None:
+def toolcall(keep: int, originals: str, encoding: str, no_tokens: bool, **io: Any) -> None:
     """Tier 1: replace old tool results by a placeholder naming their tool-call ID.
 
     Tool results older than the most recent --keep are replaced where the placeholder is
@@ -101,10 +137,20 @@ def toolcall(inputs: tuple[str, ...], output: str | None, in_place: bool, report
     Example:
       xcompact toolcall fixtures/taubench_airline_5.jsonl --keep 4 -o out.jsonl --report report.json
     """
-    _run_command("toolcall", inputs, output, in_place, report_path, quiet,
+    strict = io["strict"]
+    _run_command("toolcall", io,
                  dict(keep=keep, keep_originals=originals == "keep", strict=strict,
                       count_tokens=not no_tokens, encoding=encoding),
                  dict(keep=keep, originals=originals, strict=strict, encoding=encoding, tokens=not no_tokens))
+
+
+BACKEND_KEYS = ("backend", "summary_model", "base_url", "temperature", "timeout", "retries", "concurrency",
+                "prompt_file", "summary_input_tokens", "cache_dir", "no_cache")
+
+
+def _split_backend(kw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(backend options, the rest: io options) of a command's keyword arguments."""
+    return {k: v for k, v in kw.items() if k in BACKEND_KEYS}, {k: v for k, v in kw.items() if k not in BACKEND_KEYS}
 
 
 def _backend_extra(backend: str, summary_model: str | None, base_url: str | None, temperature: float,
@@ -141,9 +187,8 @@ def _backend_extra(backend: str, summary_model: str | None, base_url: str | None
 @opt.backend_options("--model")
 @opt.originals
 @opt.encoding
-def summarize(inputs: tuple[str, ...], output: str | None, in_place: bool, report_path: str | None, quiet: bool,
-              strict: bool, keep_recent: int, max_summary_tokens: int, preserve_system: bool, originals: str,
-              encoding: str, **backend_kw: Any) -> None:
+def summarize(keep_recent: int, max_summary_tokens: int, preserve_system: bool, originals: str, encoding: str,
+              **kw: Any) -> None:
     """Tier 2: replace older messages by one structured summary; keep recent ones verbatim.
 
     The summary has eight sections (system_context, overview, key_facts, user_preferences,
@@ -154,13 +199,14 @@ def summarize(inputs: tuple[str, ...], output: str | None, in_place: bool, repor
     Example:
       xcompact summarize fixtures/swe_agent_3.jsonl --backend extractive --keep-recent 8 -o summarized.jsonl
     """
+    backend_kw, io = _split_backend(kw)
+    strict = io["strict"]
     extra, params = _backend_extra(**backend_kw)
     extra.update(keep_recent=keep_recent, max_summary_tokens=max_summary_tokens, preserve_system=preserve_system,
                  keep_originals=originals == "keep")
     params.update(keep_recent=keep_recent, max_summary_tokens=max_summary_tokens, preserve_system=preserve_system,
                   originals=originals, strict=strict, encoding=encoding)
-    _run_command("summarize", inputs, output, in_place, report_path, quiet,
-                 dict(strict=strict, encoding=encoding, count_tokens=True, extra=extra), params)
+    _run_command("summarize", io, dict(strict=strict, encoding=encoding, count_tokens=True, extra=extra), params)
 
 
 @cli.command()
@@ -185,11 +231,10 @@ def summarize(inputs: tuple[str, ...], output: str | None, in_place: bool, repor
 @opt.backend_options("--summary-model")
 @opt.originals
 @opt.encoding
-def compact(inputs: tuple[str, ...], output: str | None, in_place: bool, report_path: str | None, quiet: bool,
-            strict: bool, token_threshold: int | None, message_threshold: int | None, conversation_model: str | None,
+def compact(token_threshold: int | None, message_threshold: int | None, conversation_model: str | None,
             context_window: int | None, keep: int, keep_recent: int, max_summary_tokens: int,
             preserve_system: bool, escalation_rounds: int, max_retries: int, check: bool, dry_run: bool,
-            originals: str, encoding: str, **backend_kw: Any) -> None:
+            originals: str, encoding: str, **kw: Any) -> None:
     """The tiered policy: reclaim tool results first, summarise only when still over.
 
     Conversations over --token-threshold (or --message-threshold) get tier 1; if the estimate
@@ -203,6 +248,11 @@ def compact(inputs: tuple[str, ...], output: str | None, in_place: bool, report_
     """
     from .compact import resolve_threshold
 
+    backend_kw, io = _split_backend(kw)
+    strict = io["strict"]
+    if check or dry_run:
+        if io.get("in_place") or io.get("output"):
+            raise click.UsageError("--check and --dry-run write nothing: drop -o/--in-place")
     try:
         token_threshold, message_threshold, source = resolve_threshold(
             token_threshold, message_threshold, conversation_model, context_window)
@@ -216,17 +266,14 @@ def compact(inputs: tuple[str, ...], output: str | None, in_place: bool, report_
     extra.update(policy=policy, check=check)
     params.update(policy, threshold_source=source, model=conversation_model, context_window=context_window,
                   check=check, dry_run=dry_run, originals=originals, strict=strict, encoding=encoding)
-    _run_command("compact", inputs, None if (check or dry_run) else output, False if (check or dry_run) else in_place,
-                 report_path, quiet,
-                 dict(strict=strict, encoding=encoding, count_tokens=True, extra=extra,
-                      write_output=not (check or dry_run)), params)
+    _run_command("compact", io, dict(strict=strict, encoding=encoding, count_tokens=True, extra=extra,
+                                     write_output=not (check or dry_run)), params)
 
 
 @cli.command()
 @opt.io_options
 @opt.token_options
-def restore(inputs: tuple[str, ...], output: str | None, in_place: bool, report_path: str | None,
-            quiet: bool, strict: bool, encoding: str, no_tokens: bool) -> None:
+def restore(encoding: str, no_tokens: bool, **io: Any) -> None:
     """Give back the conversations as they were before compaction.
 
     Puts every stored original back in place of its placeholder and undoes summaries.
@@ -235,8 +282,8 @@ def restore(inputs: tuple[str, ...], output: str | None, in_place: bool, report_
     Example:
       xcompact restore out.jsonl -o restored.jsonl
     """
-    _run_command("restore", inputs, output, in_place, report_path, quiet,
-                 dict(strict=strict, count_tokens=not no_tokens, encoding=encoding),
+    strict = io["strict"]
+    _run_command("restore", io, dict(strict=strict, count_tokens=not no_tokens, encoding=encoding),
                  dict(strict=strict, encoding=encoding, tokens=not no_tokens))
 
 
@@ -245,7 +292,8 @@ def restore(inputs: tuple[str, ...], output: str | None, in_place: bool, report_
 @opt.report
 @opt.quiet
 @opt.strict
-def validate(inputs: tuple[str, ...], report_path: str | None, quiet: bool, strict: bool) -> None:
+@opt.config
+def validate(**io: Any) -> None:
     """Check conversations against the schema and the tool-pairing rules; write nothing.
 
     Exit 1 when any conversation is invalid (with --strict, also on broken tool pairing or
@@ -255,8 +303,8 @@ def validate(inputs: tuple[str, ...], report_path: str | None, quiet: bool, stri
     Example:
       xcompact validate fixtures/
     """
-    _run_command("validate", inputs, None, False, report_path, quiet,
-                 dict(strict=strict, count_tokens=False, write_output=False), dict(strict=strict))
+    _run_command("validate", io, dict(strict=io["strict"], count_tokens=False, write_output=False),
+                 dict(strict=io["strict"]))
 
 
 @cli.command()

@@ -34,6 +34,7 @@ class Record:
     line: int | None  # 1-based line for JSONL, None for a document
     raw: bytes
     form: str  # "jsonl" or "json"
+    end: int = 0  # byte offset just after this record in its file (where a resumed run starts)
 
     @property
     def where(self) -> str:
@@ -87,14 +88,17 @@ def _first_line_is_value(data: bytes) -> bool:
         return False
 
 
-def iter_records(path: str, display: str | None = None) -> Iterator[Record]:
+def iter_records(path: str, display: str | None = None, start: int = 0, start_line: int = 1) -> Iterator[Record]:
     """Yield the records of one input, streaming JSONL line by line. Raises InvalidInputError
-    for a file-level problem (empty file) and OSError when it cannot be read."""
+    for a file-level problem (empty file) and OSError when it cannot be read. ``start`` and
+    ``start_line`` resume a JSONL file after the records a previous run finished."""
     display = display or ("<stdin>" if path == STDIN else path)
     lower = path.lower()
     with (open(path, "rb") if path != STDIN else _nullcontext(sys.stdin.buffer)) as fh:
         if lower.endswith(JSONL_SUFFIXES):
-            yield from _iter_jsonl(fh, display)
+            if start:
+                fh.seek(start)
+            yield from _iter_jsonl(fh, display, start, start_line)
             return
         data = fh.read()
     if not data.strip():
@@ -103,9 +107,10 @@ def iter_records(path: str, display: str | None = None) -> Iterator[Record]:
     # so that shape means JSONL (also for a .json file). A single line is JSONL except in .json.
     several_lines = data.strip().count(b"\n") > 0
     if (several_lines or not lower.endswith(".json")) and _first_line_is_value(data):
-        yield from _iter_jsonl_bytes(data, display)
+        yield from _iter_jsonl_bytes(data, display, start)
         return
-    yield Record(display, None, data, "json")
+    if start < len(data):
+        yield Record(display, None, data, "json", len(data))
 
 
 class _nullcontext:
@@ -119,20 +124,23 @@ class _nullcontext:
         return None
 
 
-def _iter_jsonl(fh: BinaryIO, display: str) -> Iterator[Record]:
-    any_record = False
-    for lineno, line in enumerate(fh, 1):
+def _iter_jsonl(fh: BinaryIO, display: str, offset: int = 0, start_line: int = 1) -> Iterator[Record]:
+    any_record = offset > 0
+    for lineno, line in enumerate(fh, start_line):
+        offset += len(line)
         if line.strip():
             any_record = True
-            yield Record(display, lineno, line, "jsonl")
+            yield Record(display, lineno, line, "jsonl", offset)
     if not any_record:
         raise InvalidInputError("empty file: expected one conversation per line (JSONL)")
 
 
-def _iter_jsonl_bytes(data: bytes, display: str) -> Iterator[Record]:
+def _iter_jsonl_bytes(data: bytes, display: str, start: int = 0) -> Iterator[Record]:
+    offset = 0
     for lineno, line in enumerate(data.splitlines(keepends=True), 1):
-        if line.strip():
-            yield Record(display, lineno, line, "jsonl")
+        offset += len(line)
+        if offset > start and line.strip():
+            yield Record(display, lineno, line, "jsonl", offset)
 
 
 def load_conversations(path: str) -> Iterator[LoadedConversation]:
@@ -216,6 +224,15 @@ def plan_outputs(inputs: list[str], output: str | None, in_place: bool) -> list[
     return targets
 
 
+def _apply_mode(path: str, mode_from: str | None) -> None:
+    if mode_from and os.path.exists(mode_from):
+        os.chmod(path, os.stat(mode_from).st_mode & 0o7777)
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(path, 0o666 & ~umask)
+
+
 class AtomicWriter:
     """Write to a temporary file beside ``path``; ``commit`` renames it over ``path``,
     ``abort`` removes it. A crash leaves the old file (or none) and a stray temporary file."""
@@ -235,15 +252,10 @@ class AtomicWriter:
         self.fh.flush()
         os.fsync(self.fh.fileno())
         self.fh.close()
-        if self.mode_from and os.path.exists(self.mode_from):
-            os.chmod(self.tmp, os.stat(self.mode_from).st_mode & 0o7777)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(self.tmp, 0o666 & ~umask)
+        _apply_mode(self.tmp, self.mode_from)
         os.replace(self.tmp, self.path)
 
-    def abort(self) -> None:
+    def abort(self, keep: bool = False) -> None:
         if not self.fh.closed:
             self.fh.close()
         try:
@@ -261,6 +273,49 @@ class AtomicWriter:
             self.abort()
 
 
+class PartialWriter:
+    """Like AtomicWriter, but at a fixed ``.NAME.xcompact-partial`` path that survives an
+    interruption: ``checkpoint`` makes what was written durable and returns its length, and a
+    resumed run reopens it truncated to that length (see journal.py)."""
+
+    def __init__(self, path: str, mode_from: str | None = None, resume_length: int | None = None) -> None:
+        self.path = path
+        self.mode_from = mode_from
+        directory = os.path.dirname(os.path.abspath(path))
+        os.makedirs(directory, exist_ok=True)
+        self.tmp = os.path.join(directory, f".{os.path.basename(path)}.xcompact-partial")
+        if resume_length is not None and os.path.exists(self.tmp):
+            self.fh: IO[bytes] = open(self.tmp, "r+b")
+            self.fh.truncate(resume_length)
+            self.fh.seek(resume_length)
+        else:
+            self.fh = open(self.tmp, "wb")
+
+    def write(self, data: bytes) -> None:
+        self.fh.write(data)
+
+    def checkpoint(self) -> int:
+        self.fh.flush()
+        os.fsync(self.fh.fileno())
+        return self.fh.tell()
+
+    def commit(self) -> None:
+        self.checkpoint()
+        self.fh.close()
+        _apply_mode(self.tmp, self.mode_from)
+        os.replace(self.tmp, self.path)
+
+    def abort(self, keep: bool = False) -> None:
+        """Close; remove the partial file unless it is ``keep``-t for a resumed run."""
+        if not self.fh.closed:
+            self.fh.close()
+        if not keep:
+            try:
+                os.unlink(self.tmp)
+            except FileNotFoundError:
+                pass
+
+
 class StdoutWriter:
     """stdout as a sink; not atomic, so documents are written in one piece at the end."""
 
@@ -270,20 +325,24 @@ class StdoutWriter:
     def write(self, data: bytes) -> None:
         self.fh.write(data)
 
+    def checkpoint(self) -> int:
+        self.fh.flush()
+        return 0
+
     def commit(self) -> None:
         self.fh.flush()
 
-    def abort(self) -> None:
+    def abort(self, keep: bool = False) -> None:
         self.fh.flush()
 
 
-def open_sink(target: Target) -> AtomicWriter | StdoutWriter:
+def open_sink(target: Target, resume_length: int | None = None) -> PartialWriter | StdoutWriter:
     if target.path is None:
         return StdoutWriter()
     mode_from = target.input.path if target.input.path != STDIN and os.path.realpath(
         target.input.path) == os.path.realpath(target.path) else None
     try:
-        return AtomicWriter(target.path, mode_from=mode_from)
+        return PartialWriter(target.path, mode_from=mode_from, resume_length=resume_length)
     except OSError as exc:
         raise OutputError(f"cannot write {target.path}: {exc.strerror}") from None
 

@@ -31,9 +31,23 @@ keep = click.option("--keep", type=click.IntRange(min=0), default=DEFAULT_KEEP, 
                     help="How many of the most recent tool results to leave untouched (toolcall_keep_max).")
 
 
+def _config_callback(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    from .config import load_config_callback
+
+    return load_config_callback(ctx, param, value)
+
+
+config = click.option("--config", metavar="FILE", is_eager=True, expose_value=False, callback=_config_callback,
+                      help="TOML file of option defaults ([tool.xcompact] tables) [default: ./pyproject.toml].")
+jobs = click.option("-j", "--jobs", type=click.IntRange(min=0), default=0, show_default=True,
+                    help="Worker processes for the CPU-bound work; 0 = all cores. Output is the same for any -j.")
+resume = click.option("--resume", is_flag=True,
+                      help="Continue an interrupted run with the same options from its last checkpoint.")
+
+
 def io_options(f: F) -> F:
-    """Inputs, where outputs go, and the report: every command that writes conversations."""
-    for opt in reversed([inputs, output, in_place, report, quiet, strict]):
+    """Inputs, where outputs go, the report, scale: every command that writes conversations."""
+    for opt in reversed([inputs, output, in_place, report, quiet, strict, jobs, resume, config]):
         f = opt(f)
     return f
 

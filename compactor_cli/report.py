@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from . import __version__
-from .files import AtomicWriter
+from .files import PartialWriter
 from .status import Status
 
 EXIT_OK = 0
@@ -45,15 +45,37 @@ class Report:
     tokens_counted: bool = False
     check_failed: bool = False
     notes: list[str] = field(default_factory=list)
-    _writer: AtomicWriter | None = None
+    resume_state: dict[str, Any] | None = None
+    _writer: PartialWriter | None = None
     _first_item: bool = True
 
+    #: What a checkpoint saves, so a resumed run ends with the same totals.
+    _STATE = ("statuses", "conversations", "files", "file_errors", "warnings", "reclaimed_count", "fraction_sum",
+              "fraction_n", "length_before", "length_after", "tokens_before", "tokens_after", "tokens_counted",
+              "check_failed", "notes", "_first_item")
+
     def __post_init__(self) -> None:
+        state, self.resume_state = self.resume_state, None
+        if state:
+            for name in self._STATE:
+                setattr(self, name, Counter(state[name]) if name == "statuses" else state[name])
         if self.report_path:
-            self._writer = AtomicWriter(self.report_path)
-            head = {"tool": "xcompact", "version": __version__, "command": self.command,
-                    "parameters": self.parameters}
-            self._writer.write(orjson.dumps(head)[:-1] + b',"items":[\n')
+            self._writer = PartialWriter(self.report_path, resume_length=state["length"] if state else None)
+            if not state:
+                head = {"tool": "xcompact", "version": __version__, "command": self.command,
+                        "parameters": self.parameters}
+                self._writer.write(orjson.dumps(head)[:-1] + b',"items":[\n')
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def checkpoint(self) -> dict[str, Any]:
+        """Flush the report file; return the state a resumed run starts from."""
+        state = {name: (dict(getattr(self, name)) if name == "statuses" else getattr(self, name)) for name in self._STATE}
+        state["notes"] = list(self.notes)
+        state["length"] = self._writer.checkpoint() if self._writer is not None else 0
+        return state
 
     @property
     def failed(self) -> int:
@@ -128,9 +150,9 @@ class Report:
         self._writer.commit()
         self._writer = None
 
-    def abort(self) -> None:
+    def abort(self, keep: bool = False) -> None:
         if self._writer is not None:
-            self._writer.abort()
+            self._writer.abort(keep=keep)
             self._writer = None
 
     @property

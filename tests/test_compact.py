@@ -140,10 +140,12 @@ def test_check_writes_nothing_and_exits_1_when_over(runner, tmp_path):
 
 
 def test_dry_run_reports_rounds_and_writes_nothing(runner, tmp_path):
-    out = tmp_path / "o.jsonl"
     res = runner.invoke(cli, ["compact", "--dry-run", "--token-threshold", "2000", str(FIXTURES / "taubench_airline_5.jsonl"),
-                              "-o", str(out), "--report", str(tmp_path / "r.json")], env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
-    assert res.exit_code == 0 and not out.exists() and res.stdout == ""
+                              "--report", str(tmp_path / "r.json")], env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+    assert res.exit_code == 0 and res.stdout == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
+    res = runner.invoke(cli, ["compact", "--dry-run", str(FIXTURES / "airline_list.json"), "-o", str(tmp_path / "o.json")])
+    assert res.exit_code == 2 and "write nothing" in res.stderr
     doc = orjson.loads((tmp_path / "r.json").read_bytes())
     assert doc["parameters"]["dry_run"] and doc["parameters"]["backend"] == "extractive"
     assert any(i["rounds"] for i in doc["items"])

@@ -1,0 +1,98 @@
+"""Options pinned in ``[tool.xcompact]`` of pyproject.toml (in the working directory) or in a
+file given with ``--config``; command-line flags win.
+
+Keys are option names without the dashes (``token-threshold`` or ``token_threshold``).
+``[tool.xcompact]`` applies to every command that has the option; ``[tool.xcompact.compact]``
+(and so on) to one command only, and wins. A ``--config`` file may hold the same tables, or
+the keys at top level with ``[compact]``-style tables."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+
+COMMANDS = ("toolcall", "summarize", "compact", "restore", "validate", "extract")
+
+
+def _load_toml(path: str) -> dict[str, Any]:
+    try:
+        import tomllib  # Python 3.11+
+    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ModuleNotFoundError:
+            raise click.UsageError(f"reading {path} needs Python 3.11+ (or the tomli package)") from None
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except OSError as exc:
+        raise click.UsageError(f"cannot read config {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise click.UsageError(f"config {path} is not valid TOML: {exc}") from None
+
+
+def find_config(explicit: str | None) -> tuple[str | None, dict[str, Any]]:
+    """(path, the xcompact table) from --config, else ./pyproject.toml if it has [tool.xcompact]."""
+    if explicit:
+        data = _load_toml(explicit)
+        table = data.get("tool", {}).get("xcompact", data) if isinstance(data.get("tool"), dict) else data
+        return explicit, table
+    if os.path.isfile("pyproject.toml"):
+        table = _load_toml("pyproject.toml").get("tool", {}).get("xcompact")
+        if isinstance(table, dict):
+            return os.path.abspath("pyproject.toml"), table
+    return None, {}
+
+
+def default_map_for(command: click.Command, table: dict[str, Any], source: str) -> dict[str, Any]:
+    """Click defaults for ``command``: shared keys it knows, then its own table."""
+    names: dict[str, str] = {}
+    for param in command.params:
+        for opt in getattr(param, "opts", []):
+            if opt.startswith("--"):
+                names[opt[2:].replace("-", "_")] = param.name or ""
+    result: dict[str, Any] = {}
+    own = table.get(command.name or "", {})
+    for key, value in table.items():
+        if key in COMMANDS:
+            continue
+        norm = key.replace("-", "_")
+        if norm in names:
+            result[names[norm]] = value
+    if not isinstance(own, dict):
+        raise click.UsageError(f"{source}: [{command.name}] must be a table")
+    for key, value in own.items():
+        norm = key.replace("-", "_")
+        if norm not in names:
+            raise click.UsageError(f"{source}: {command.name} has no option {key!r} "
+                                   f"(known: {', '.join(sorted(names))})")
+        result[names[norm]] = value
+    unknown = [k for k in table if k not in COMMANDS and not any(
+        k.replace("-", "_") in _option_keys(c) for c in _all_commands(command))]
+    if unknown:
+        raise click.UsageError(f"{source}: unknown option {unknown[0]!r} in [tool.xcompact]")
+    return result
+
+
+def _all_commands(command: click.Command) -> list[click.Command]:
+    ctx = click.get_current_context(silent=True)
+    group = ctx.find_root().command if ctx is not None else None
+    if isinstance(group, click.Group):
+        return list(group.commands.values())
+    return [command]
+
+
+def _option_keys(command: click.Command) -> set[str]:
+    return {opt[2:].replace("-", "_") for p in command.params for opt in getattr(p, "opts", []) if opt.startswith("--")}
+
+
+def load_config_callback(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Eager --config: set the command's defaults before its other options are read."""
+    source, table = find_config(value)
+    if source is not None:
+        defaults = default_map_for(ctx.command, table, source)
+        ctx.default_map = {**(ctx.default_map or {}), **defaults}
+    ctx.meta["xcompact_config"] = source
+    return source
