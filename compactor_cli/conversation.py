@@ -147,7 +147,7 @@ def check_pairing(messages: list[dict]) -> Iterator[Problem]:
     (only tool messages in between), every call gets a result, tool-call IDs are unique.
     Assumes check_messages_shape found nothing."""
     pending: dict[str, int] = {}  # call id -> index of its assistant message
-    open_calls: set[str] = set()
+    open_calls: dict[str, None] = {}  # calls awaiting a result, in call order (deterministic output)
     seen_ids: set[str] = set()
     for i, m in enumerate(messages):
         role = m["role"]
@@ -156,12 +156,12 @@ def check_pairing(messages: list[dict]) -> Iterator[Problem]:
             if cid is None:
                 yield Problem(f"/messages/{i}", "tool message has no tool_call_id; it cannot be paired or fetched back", False)
             elif cid in open_calls:
-                open_calls.discard(cid)
+                del open_calls[cid]
             else:
                 yield Problem(f"/messages/{i}/tool_call_id",
                               f"tool result {cid!r} answers no call of the assistant message before it", False)
             continue
-        for cid in sorted(open_calls, key=lambda c: pending[c]):
+        for cid in open_calls:
             yield Problem(f"/messages/{pending[cid]}", f"tool call {cid!r} has no result", False)
         open_calls.clear()
         if role == "assistant" and m.get("tool_calls"):
@@ -171,8 +171,8 @@ def check_pairing(messages: list[dict]) -> Iterator[Problem]:
                     yield Problem(f"/messages/{i}/tool_calls/{j}/id", f"tool-call ID {cid!r} is used again", False)
                 seen_ids.add(cid)
                 pending[cid] = i
-                open_calls.add(cid)
-    for cid in sorted(open_calls, key=lambda c: pending[c]):
+                open_calls[cid] = None
+    for cid in open_calls:
         yield Problem(f"/messages/{pending[cid]}", f"tool call {cid!r} has no result", False)
 
 

@@ -19,7 +19,8 @@ import orjson
 
 from .files import Target, write_bytes_atomic
 
-CHECKPOINT_SECONDS = 2.0
+#: Seconds between checkpoints; XCOMPACT_CHECKPOINT_SECONDS overrides (more often costs fsyncs).
+CHECKPOINT_SECONDS = float(os.environ.get("XCOMPACT_CHECKPOINT_SECONDS") or 2.0)
 
 
 def partial_path(path: str) -> str:

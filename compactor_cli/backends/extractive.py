@@ -92,8 +92,9 @@ def rank_facts(head: list[dict]) -> list[str]:
             found += [f"Error: {_clip(line, 160)}" for line in text.splitlines() if _ERROR.search(line)][:3]
         if not found:
             continue
-        weight = SOURCE_WEIGHT.get(m.get("role"), 1.0) / len(set(found)) ** 0.5 * (1 + 0.2 * pos / n)
-        for fact in set(found):
+        unique = list(dict.fromkeys(found))  # ordered: a set's order changes with the hash seed
+        weight = SOURCE_WEIGHT.get(m.get("role"), 1.0) / len(unique) ** 0.5 * (1 + 0.2 * pos / n)
+        for fact in unique:
             scores[fact] = max(scores.get(fact, 0.0), weight) + (0.25 if fact in scores else 0.0)
             order.setdefault(fact, len(order))
     return sorted(scores, key=lambda f: (-scores[f], order[f]))
