@@ -78,7 +78,7 @@ def _run_command(command: str, io: dict[str, Any], settings_kwargs: dict[str, An
                         resume_state=journal.state.get("report") if journal and journal.resumed else None)
     except OSError as exc:
         raise click.UsageError(f"cannot write the report {report_path}: {exc.strerror}") from None
-    jobs = io.get("jobs") or os.cpu_count() or 1
+    jobs = io.get("jobs") or _auto_jobs(settings, targets)
 
     def _terminate(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
@@ -100,6 +100,23 @@ def _run_command(command: str, io: dict[str, Any], settings_kwargs: dict[str, An
     if not quiet:
         _emit(report.summary())
     sys.exit(report.exit_code)
+
+
+#: --no-tokens toolcall/restore cost little CPU per record: below this much input a worker
+#: pool costs more than it saves (bench/README.md: slower at 100 MB, 1.5x faster at 500 MB).
+LIGHT_PARALLEL_MIN_BYTES = 256 * 2**20
+
+
+def _auto_jobs(settings: Any, targets: list) -> int:
+    """-j 0: all cores, except light work on inputs too small to repay a pool."""
+    import os
+
+    from .runner import input_bytes
+
+    light = settings.command in ("toolcall", "restore") and not settings.count_tokens
+    if light and input_bytes(targets) < LIGHT_PARALLEL_MIN_BYTES:
+        return 1
+    return os.cpu_count() or 1
 
 
 def _read_only_targets(inputs: tuple[str, ...]):

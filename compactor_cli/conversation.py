@@ -217,3 +217,12 @@ def content_length(content: Any) -> int:
     if isinstance(content, str):
         return len(content)
     return _length(content) if isinstance(content, (list, dict)) else 0
+
+
+def content_text(content: Any) -> str:
+    """The text of a content value: the string itself, or the ``text`` of text parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""

@@ -8,9 +8,9 @@ is); stdin and other names are sniffed the same way.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Iterator
@@ -94,7 +94,7 @@ def iter_records(path: str, display: str | None = None, start: int = 0, start_li
     ``start_line`` resume a JSONL file after the records a previous run finished."""
     display = display or ("<stdin>" if path == STDIN else path)
     lower = path.lower()
-    with (open(path, "rb") if path != STDIN else _nullcontext(sys.stdin.buffer)) as fh:
+    with (open(path, "rb") if path != STDIN else contextlib.nullcontext(sys.stdin.buffer)) as fh:
         if lower.endswith(JSONL_SUFFIXES):
             if start:
                 fh.seek(start)
@@ -111,17 +111,6 @@ def iter_records(path: str, display: str | None = None, start: int = 0, start_li
         return
     if start < len(data):
         yield Record(display, None, data, "json", len(data))
-
-
-class _nullcontext:
-    def __init__(self, fh: BinaryIO) -> None:
-        self.fh = fh
-
-    def __enter__(self) -> BinaryIO:
-        return self.fh
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _iter_jsonl(fh: BinaryIO, display: str, offset: int = 0, start_line: int = 1) -> Iterator[Record]:
@@ -233,50 +222,11 @@ def _apply_mode(path: str, mode_from: str | None) -> None:
         os.chmod(path, 0o666 & ~umask)
 
 
-class AtomicWriter:
-    """Write to a temporary file beside ``path``; ``commit`` renames it over ``path``,
-    ``abort`` removes it. A crash leaves the old file (or none) and a stray temporary file."""
-
-    def __init__(self, path: str, mode_from: str | None = None) -> None:
-        self.path = path
-        directory = os.path.dirname(os.path.abspath(path))
-        os.makedirs(directory, exist_ok=True)
-        fd, self.tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".xcompact-tmp", dir=directory)
-        self.fh: IO[bytes] = os.fdopen(fd, "wb")
-        self.mode_from = mode_from
-
-    def write(self, data: bytes) -> None:
-        self.fh.write(data)
-
-    def commit(self) -> None:
-        self.fh.flush()
-        os.fsync(self.fh.fileno())
-        self.fh.close()
-        _apply_mode(self.tmp, self.mode_from)
-        os.replace(self.tmp, self.path)
-
-    def abort(self, keep: bool = False) -> None:
-        if not self.fh.closed:
-            self.fh.close()
-        try:
-            os.unlink(self.tmp)
-        except FileNotFoundError:
-            pass
-
-    def __enter__(self) -> "AtomicWriter":
-        return self
-
-    def __exit__(self, exc_type: object, *rest: object) -> None:
-        if exc_type is None:
-            self.commit()
-        else:
-            self.abort()
-
-
 class PartialWriter:
-    """Like AtomicWriter, but at a fixed ``.NAME.xcompact-partial`` path that survives an
-    interruption: ``checkpoint`` makes what was written durable and returns its length, and a
-    resumed run reopens it truncated to that length (see journal.py)."""
+    """Atomic output: written to ``.NAME.xcompact-partial`` beside ``path`` and renamed over it
+    by ``commit``. The partial file survives an interruption: ``checkpoint`` makes what was
+    written durable and returns its length, and a resumed run reopens it truncated to that
+    length (see journal.py)."""
 
     def __init__(self, path: str, mode_from: str | None = None, resume_length: int | None = None) -> None:
         self.path = path
@@ -348,5 +298,6 @@ def open_sink(target: Target, resume_length: int | None = None) -> PartialWriter
 
 
 def write_bytes_atomic(path: str, data: bytes) -> None:
-    with AtomicWriter(path) as w:
-        w.write(data)
+    writer = PartialWriter(path)
+    writer.write(data)
+    writer.commit()

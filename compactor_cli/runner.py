@@ -158,7 +158,7 @@ class AsyncOutcomes:
 
 # ---------------------------------------------------------------- the run
 
-def _input_bytes(targets: list[Target]) -> int:
+def input_bytes(targets: list[Target]) -> int:
     total = 0
     for t in targets:
         try:
@@ -184,7 +184,7 @@ def run(targets: list[Target], settings: Settings, report: Report, emit: Emit, q
         async_map = AsyncOutcomes(transform, settings, counter, window)
         outcomes: Outcomes = async_map
         closer = lambda: async_map.close(backend)  # noqa: E731
-    elif jobs > 1 and _input_bytes(targets) >= PARALLEL_MIN_BYTES:
+    elif jobs > 1 and input_bytes(targets) >= PARALLEL_MIN_BYTES:
         parallel = ParallelOutcomes(settings, jobs)
         outcomes, closer = parallel, parallel.close
     elif settings.command in MODEL_COMMANDS:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .conversation import check_pairing
+from .conversation import check_pairing, content_text
 from .errors import BackendError
 from .summary_store import ARCHIVE_KEY, COUNTER_KEY
 
@@ -58,14 +58,6 @@ def compaction_note(summarised: int, kept: int, round_no: int) -> str:
             "can be fetched with extract_compacted_tool_result and their ID.]")
 
 
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return ""
-
-
 def build_summarised(dump: dict, cut: Cut, summary: str, preserve_system: bool = False,
                      keep_originals: bool = True) -> dict:
     """The new dump: system message = [original system text +] summary + note; kept messages
@@ -76,7 +68,7 @@ def build_summarised(dump: dict, cut: Cut, summary: str, preserve_system: bool =
     round_no = int(counter.get("summary_rounds") or 0) + 1
     parts = []
     if preserve_system and cut.system is not None:
-        parts.append(_text_of(messages[cut.system].get("content")))
+        parts.append(content_text(messages[cut.system].get("content")))
     parts.append(summary)
     parts.append(compaction_note(len(cut.head), len(cut.kept), round_no))
     system_msg = {"role": "system", "content": "\n\n".join(p for p in parts if p)}

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .backends import Backend, SummaryRequest
+from .conversation import content_text
 from .errors import BackendError
 from .sections import canonical_summary
 from .status import Status
@@ -30,10 +31,7 @@ class SummarizeOptions:
 def _system_text(messages: list[dict], index: int | None) -> str:
     if index is None:
         return ""
-    content = messages[index].get("content")
-    if isinstance(content, list):
-        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return content or ""
+    return content_text(messages[index].get("content"))
 
 
 async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Backend,

@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from typing import Any, Callable
 
+from ..conversation import content_text
 from ..errors import BackendError
 from ..sections import SECTIONS, parse_sections, render_sections
 from . import Answer, SummaryRequest
@@ -33,14 +34,6 @@ _PENDING = re.compile(r"(?i)\b(todo|to do|next|remaining|still need|not yet|pend
 _MUTATING_TOOL = re.compile(r"(?i)^(update|create|book|cancel|edit|write|delete|modify|send|transfer|apply|set|add|remove|"
                             r"patch|commit|submit|str_replace|insert)")
 _POLITE = re.compile(r"(?i)\b(please|thanks|thank you|appreciate)\b")
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return ""
 
 
 def _scan(text: str) -> str:
@@ -83,7 +76,7 @@ def rank_facts(head: list[dict]) -> list[str]:
     order: dict[str, int] = {}
     n = max(1, len(head))
     for pos, m in enumerate(head):
-        text = _scan(_text(m.get("content")))
+        text = _scan(content_text(m.get("content")))
         if not text:
             continue
         found = ([f"File: {x}" for x in _PATH.findall(text)] + [f"ID: {x}" for x in _IDENT.findall(text)]
@@ -129,7 +122,7 @@ def build_candidates(request: SummaryRequest) -> dict[str, list[str]]:
     actions: list[str] = []
     for m in head:
         role = m.get("role")
-        t = _scan(_text(m.get("content")))
+        t = _scan(content_text(m.get("content")))
         if role in ("user", "developer"):
             user_texts.append(t)
         elif role == "assistant":
@@ -175,7 +168,7 @@ def build_candidates(request: SummaryRequest) -> dict[str, list[str]]:
             continue
         later_roles = {x.get("role") for x in head[i + 1:]}
         other = "assistant" if m["role"] == "user" else "user"
-        for s in _sentences(_scan(_text(m.get("content")))):
+        for s in _sentences(_scan(content_text(m.get("content")))):
             if s.endswith("?"):
                 questions.append((other not in later_roles, i, f"{m['role'].capitalize()}: {_clip(s)}"))
     questions.sort(key=lambda q: (not q[0], -q[1]))
