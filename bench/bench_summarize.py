@@ -6,7 +6,7 @@
    (tests/chat_server.py) answering after a fixed latency, at --concurrency 1 and 16, against
    the ideal N x latency / concurrency.
 
-    python bench/bench_summarize.py [--n 200] [--latency 0.1]
+    python bench/bench_summarize.py [--n 200] [--latency 0.1] [--skip-extractive]
 """
 
 from __future__ import annotations
@@ -53,13 +53,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--latency", type=float, default=0.1)
+    ap.add_argument("--skip-extractive", action="store_true")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="xcompact-bench-")
 
     files = sorted(glob.glob(os.path.join(ROOT, "fixtures", "*.json*")))
     shared = sorted(glob.glob(os.path.join(ROOT, "..", "shared", "data", "*.jsonl")))
-    print("extractive backend (wall time per conversation, start-up included):")
-    for path in files + shared:
+    if not args.skip_extractive:
+        print("extractive backend (wall time per conversation, start-up included):")
+    for path in [] if args.skip_extractive else files + shared:
         n = count_records(path)
         dt = xcompact("summarize", "-q", "--backend", "extractive", path, "-o", os.path.join(tmp, "o" + os.path.splitext(path)[1]))
         print(f"  {os.path.relpath(path, ROOT):45} {n:4} conversations {dt:7.2f}s  {1000 * dt / n:7.1f} ms/conversation")
