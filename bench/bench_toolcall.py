@@ -57,13 +57,15 @@ def main() -> None:
     floor = best(lambda: orjson_floor(src, dst), args.repeat)
     startup = best(lambda: xcompact("--version"), args.repeat)
     rows = [("orjson load+dump (floor)", floor)]
-    for label, extra in [("toolcall --no-tokens", ["--no-tokens"]), ("toolcall (with tokens)", []),
-                         ("toolcall --originals drop --no-tokens", ["--no-tokens", "--originals", "drop"])]:
+    for label, extra in [("toolcall --no-tokens -j 1", ["--no-tokens", "-j", "1"]),
+                         ("toolcall --originals drop --no-tokens -j 1", ["--no-tokens", "--originals", "drop", "-j", "1"]),
+                         ("toolcall (with tokens) -j 1", ["-j", "1"]),
+                         ("toolcall (with tokens) -j 2", ["-j", "2"])]:
         rows.append((label, best(lambda: xcompact("toolcall", "-q", *extra, src, "-o", dst), args.repeat)))
     print(f"{src}: {size:.1f} MiB; best of {args.repeat}; interpreter start-up {startup:.2f}s (included below)")
-    print(f"{'what':40} {'seconds':>8} {'MiB/s':>8} {'x floor':>8}")
+    print(f"{'what':44} {'seconds':>8} {'MiB/s':>8} {'x floor':>8}")
     for label, t in rows:
-        print(f"{label:40} {t:8.2f} {size / t:8.1f} {t / floor:8.2f}")
+        print(f"{label:44} {t:8.2f} {size / t:8.1f} {t / floor:8.2f}")
 
 
 if __name__ == "__main__":

@@ -297,7 +297,7 @@ def restore(encoding: str, no_tokens: bool, **io: Any) -> None:
 
     \b
     Example:
-      xcompact restore out.jsonl -o restored.jsonl
+      xcompact restore out.jsonl -o restored.jsonl   (out.jsonl: see the toolcall example)
     """
     strict = io["strict"]
     _run_command("restore", io, dict(strict=strict, count_tokens=not no_tokens, encoding=encoding),
@@ -318,7 +318,7 @@ def validate(**io: Any) -> None:
 
     \b
     Example:
-      xcompact validate fixtures/
+      xcompact validate fixtures/taubench_airline_5.jsonl fixtures/claude_code_session.json
     """
     _run_command("validate", io, dict(strict=io["strict"], count_tokens=False, write_output=False),
                  dict(strict=io["strict"]))
@@ -339,7 +339,7 @@ def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no:
 
     \b
     Example:
-      xcompact extract call_abc123 out.jsonl --line 2
+      xcompact extract call_oIHazX6yQrB8hUwl4cRilFKj out.jsonl --line 1   (out.jsonl: see toolcall)
     """
     import orjson
 

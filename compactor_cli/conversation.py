@@ -114,32 +114,41 @@ def check_messages_shape(messages: Any) -> Iterator[Problem]:
         yield Problem("/messages", f"messages must be an array, got {_type_name(messages)}", True)
         return
     for i, m in enumerate(messages):
-        ptr = f"/messages/{i}"
-        if not isinstance(m, dict):
-            yield Problem(ptr, f"a message must be an object, got {_type_name(m)}", True)
+        # Hot path (every message of every record): the pointer string is built and the
+        # detailed generators entered only when a check fails.
+        if type(m) is not dict:
+            yield Problem(f"/messages/{i}", f"a message must be an object, got {_type_name(m)}", True)
             continue
         role = m.get("role")
-        if not isinstance(role, str):
-            yield Problem(f"{ptr}/role", "a message needs a string 'role'", True)
-            continue
-        if role not in KNOWN_ROLES:
-            yield Problem(f"{ptr}/role",
-                          f"unknown role {role!r}; expected one of {', '.join(sorted(KNOWN_ROLES))}", True)
-            continue
-        yield from _check_content(m.get("content"), f"{ptr}/content", role)
-        if "name" in m and not isinstance(m["name"], str):
-            yield Problem(f"{ptr}/name", f"name must be a string, got {_type_name(m['name'])}", True)
-        for key in ("reasoning", "reasoning_content"):
-            if key in m and m[key] is not None and not isinstance(m[key], str):
-                yield Problem(f"{ptr}/{key}", f"{key} must be a string or null, got {_type_name(m[key])}", True)
-        if "tool_calls" in m and m["tool_calls"] is not None:
-            if role != "assistant":
-                yield Problem(f"{ptr}/tool_calls", f"only assistant messages carry tool_calls, not {role}", True)
+        if type(role) is not str or role not in KNOWN_ROLES:
+            if not isinstance(role, str):
+                yield Problem(f"/messages/{i}/role", "a message needs a string 'role'", True)
             else:
-                yield from _check_tool_calls(m["tool_calls"], f"{ptr}/tool_calls")
-        if "tool_call_id" in m and not isinstance(m["tool_call_id"], str):
-            yield Problem(f"{ptr}/tool_call_id",
-                          f"tool_call_id must be a string, got {_type_name(m['tool_call_id'])}", True)
+                yield Problem(f"/messages/{i}/role",
+                              f"unknown role {role!r}; expected one of {', '.join(sorted(KNOWN_ROLES))}", True)
+            continue
+        content = m.get("content")
+        if content is not None and type(content) is not str:
+            yield from _check_content(content, f"/messages/{i}/content", role)
+        if len(m) > (2 if "content" in m else 1):  # role and content only: nothing more to check
+            yield from _check_other_keys(m, i, role)
+
+
+def _check_other_keys(m: dict, i: int, role: str) -> Iterator[Problem]:
+    ptr = f"/messages/{i}"
+    if "name" in m and not isinstance(m["name"], str):
+        yield Problem(f"{ptr}/name", f"name must be a string, got {_type_name(m['name'])}", True)
+    for key in ("reasoning", "reasoning_content"):
+        if key in m and m[key] is not None and not isinstance(m[key], str):
+            yield Problem(f"{ptr}/{key}", f"{key} must be a string or null, got {_type_name(m[key])}", True)
+    if m.get("tool_calls") is not None:
+        if role != "assistant":
+            yield Problem(f"{ptr}/tool_calls", f"only assistant messages carry tool_calls, not {role}", True)
+        else:
+            yield from _check_tool_calls(m["tool_calls"], f"{ptr}/tool_calls")
+    if "tool_call_id" in m and not isinstance(m["tool_call_id"], str):
+        yield Problem(f"{ptr}/tool_call_id",
+                      f"tool_call_id must be a string, got {_type_name(m['tool_call_id'])}", True)
 
 
 def check_pairing(messages: list[dict]) -> Iterator[Problem]:
@@ -209,7 +218,23 @@ def _length(obj: Any) -> int:
 def estimated_message_length(messages: list[dict]) -> int:
     """xun's estimate: characters of string values under content/text/reasoning/reasoning_content,
     recursing into nested dicts and lists. Cheap, model-free, good for ratios."""
-    return _length(messages)
+    # The two outer levels (messages, their keys) are inlined: this runs on every message of
+    # every record and a call per message and per key would double its cost.
+    total = 0
+    keys = LENGTH_KEYS
+    for m in messages:
+        if type(m) is not dict:
+            if type(m) is list:
+                total += _length(m)
+            continue
+        for k, v in m.items():
+            t = type(v)
+            if t is str:
+                if k in keys:
+                    total += len(v)
+            elif t is list or t is dict:
+                total += _length(v)
+    return total
 
 
 def content_length(content: Any) -> int:

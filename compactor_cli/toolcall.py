@@ -73,7 +73,7 @@ def reclaim_tool_results(dump: dict, keep: int = DEFAULT_KEEP, keep_originals: b
     result.length_before = result.length_after = before
     if not old:
         return dump, result
-    keys = tool_result_keys(messages, key_offsets)
+    keys = tool_result_keys(messages, key_offsets) if keep_originals else {}
     new_messages = list(messages)
     originals = dict(dump.get(ORIGINALS_KEY) or {})
     saved = 0

@@ -258,12 +258,18 @@ def test_every_command_has_help_with_an_example_and_is_documented(runner, name):
                 assert o in readme, f"{o} of {name} is not in the README"
 
 
-def test_toolcall_help_example_runs(runner, tmp_path, monkeypatch):
-    monkeypatch.chdir(ROOT)
-    res = runner.invoke(cli, ["toolcall", "--help"])
-    example = re.search(r"Example:\s*\n\s*xcompact (.+)", res.stdout).group(1).split()
-    example = [str(tmp_path / a) if a.startswith(("out.", "report.")) else a for a in example]
-    assert runner.invoke(cli, example).exit_code == 0
+def test_every_help_example_runs(runner, tmp_path, monkeypatch):
+    """The examples chain: toolcall writes out.jsonl, which extract and restore read."""
+    monkeypatch.chdir(tmp_path)
+    os.symlink(FIXTURES, tmp_path / "fixtures")
+    for name in ["toolcall", "extract", "restore", "summarize", "compact", "validate"]:
+        res = runner.invoke(cli, [name, "--help"])
+        line = re.search(r"Example:\s*\n\s*xcompact (.+)", res.stdout).group(1)
+        argv = line.split("   (")[0].split()
+        res = runner.invoke(cli, argv)
+        assert res.exit_code == 0, (name, res.stderr)
+    assert (tmp_path / "restored.jsonl").read_bytes().splitlines() == [
+        orjson.dumps(orjson.loads(x)) for x in (FIXTURES / "taubench_airline_5.jsonl").read_bytes().splitlines()]
 
 
 # ---- the installed command, in a real subprocess
