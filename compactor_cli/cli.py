@@ -266,6 +266,8 @@ def compact(token_threshold: int | None, message_threshold: int | None, conversa
     from .compact import resolve_threshold
 
     backend_kw, io = _split_backend(kw)
+    if backend_kw.get("summary_model") is None:  # as nagents: the conversation's own model unless told
+        backend_kw["summary_model"] = conversation_model
     strict = io["strict"]
     if check or dry_run:
         if io.get("in_place") or io.get("output"):

@@ -40,7 +40,8 @@ def _config_callback(ctx: click.Context, param: click.Parameter, value: str | No
 config = click.option("--config", metavar="FILE", is_eager=True, expose_value=False, callback=_config_callback,
                       help="TOML file of option defaults ([tool.xcompact] tables) [default: ./pyproject.toml].")
 jobs = click.option("-j", "--jobs", type=click.IntRange(min=0), default=0, show_default=True,
-                    help="Worker processes for the CPU-bound work; 0 = all cores. Output is the same for any -j.")
+                    help="Worker processes for the CPU-bound work; 0 = all cores (one for --no-tokens toolcall/restore "
+                         "under 256 MiB). Output is the same for any -j.")
 resume = click.option("--resume", is_flag=True,
                       help="Continue an interrupted run with the same options from its last checkpoint.")
 
@@ -85,7 +86,8 @@ def backend_options(model_flag: str = "--model"):
                          show_default=True,
                          help="auto: openai when OPENAI_API_KEY or OPENAI_BASE_URL is set, else the offline extractive one."),
             click.option(model_flag, "summary_model", default=None,
-                         help="Model of the openai summariser [default: gpt-4o-mini]."),
+                         help="Model of the openai summariser [default: gpt-4o-mini"
+                              + ("; for compact, its --model" if model_flag != "--model" else "") + "]."),
             click.option("--base-url", default=None, help="OpenAI-compatible server URL (or OPENAI_BASE_URL)."),
             click.option("--temperature", type=float, default=0.0, show_default=True, help="Sampling temperature."),
             click.option("--timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True,

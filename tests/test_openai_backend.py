@@ -193,3 +193,17 @@ def test_auto_picks_openai_from_the_environment(runner, tmp_path):
                                   str(tmp_path / "r.json")], env={"OPENAI_BASE_URL": server.base_url})
     assert res.exit_code == 0 and len(server.requests) == 1
     assert orjson.loads((tmp_path / "r.json").read_bytes())["parameters"]["backend"] == "openai"
+
+
+def test_compact_summarises_with_the_conversation_model_unless_told(runner, tmp_path):
+    src, _ = write_convs(tmp_path, n=2)
+    with ChatServer() as server:
+        base = ["compact", "-q", "--backend", "openai", "--base-url", server.base_url, "--no-cache",
+                "--token-threshold", "3000", "--keep-recent", "6", str(src), "-o", str(tmp_path / "o.jsonl")]
+        assert runner.invoke(cli, base + ["--model", "agent-model"]).exit_code == 0
+        assert {r["model"] for r in server.requests} == {"agent-model"}
+        server.requests.clear()
+        assert runner.invoke(cli, base + ["--model", "agent-model", "--summary-model", "cheap-model"]).exit_code == 0
+        assert {r["model"] for r in server.requests} == {"cheap-model"}
+    items = read_jsonl(tmp_path / "o.jsonl")
+    assert all(c["compaction_counter"]["summary_rounds"] >= 1 for c in items)
