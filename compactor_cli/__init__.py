@@ -2,8 +2,9 @@
 
 The library works on plain dicts and does no I/O::
 
-    from compactor_cli import reclaim_tool_results
+    from compactor_cli import reclaim_tool_results, summarize_dump, compact_dump, Policy
     new_dump, result = reclaim_tool_results({"messages": [...]}, keep=12)
+    new_dump, status, details = compact_dump(dump, Policy(token_threshold=100_000))
 """
 
 __version__ = "0.1.0"
@@ -27,6 +28,9 @@ from .toolcall import (
     restore_conversation,
 )
 from .files import load_conversations
+from .summarize import choose_cut_point
+from .tier2 import summarize_dump
+from .compact import Policy, compact_dump
 
 __all__ = [
     "__version__",
@@ -49,4 +53,8 @@ __all__ = [
     "reclaim_tool_results",
     "restore_conversation",
     "load_conversations",
+    "choose_cut_point",
+    "summarize_dump",
+    "Policy",
+    "compact_dump",
 ]

@@ -83,7 +83,7 @@ def _run_command(command: str, io: dict[str, Any], settings_kwargs: dict[str, An
     def _terminate(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, _terminate)
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         run(targets, settings, report, _emit, quiet=quiet, progress=_progress(quiet), jobs=jobs, journal=journal)
     except UsageError as exc:
@@ -94,6 +94,8 @@ def _run_command(command: str, io: dict[str, Any], settings_kwargs: dict[str, An
         hint = "; run the same command with --resume to continue" if journal is not None else ""
         _emit(f"interrupted: no output was left half-written{hint}")
         sys.exit(EXIT_INTERRUPTED)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     report.close()
     if journal is not None:
         journal.discard()

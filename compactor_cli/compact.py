@@ -217,3 +217,17 @@ def make_compact_transform(extra: dict[str, Any], counter: TokenCounter):
         return await compact_conversation(dump, policy, backend, counter)
 
     return transform, backend
+
+
+def compact_dump(dump: dict, policy: Policy | None = None, backend: Backend | None = None,
+                 encoding: str = "cl100k_base") -> tuple[dict, Status, dict[str, Any]]:
+    """Library entry point: the tiered policy on a dict, by default with the offline extractive
+    summariser. Returns (dump, status, details with the rounds); the input is not modified."""
+    import asyncio
+
+    counter = TokenCounter(encoding)
+    if backend is None:
+        from .backends.extractive import ExtractiveBackend
+
+        backend = ExtractiveBackend(counter.text)
+    return asyncio.run(compact_conversation(dump, policy or Policy(), backend, counter))

@@ -102,3 +102,20 @@ def make_summarize_transform(settings_extra: dict[str, Any], counter: TokenCount
         return await summarize_conversation(dump, opts, backend, counter)
 
     return transform, backend
+
+
+def summarize_dump(dump: dict, keep_recent: int = DEFAULT_KEEP_RECENT,
+                   max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS, preserve_system: bool = False,
+                   keep_originals: bool = True, backend: Backend | None = None,
+                   encoding: str = "cl100k_base") -> tuple[dict, Status, dict[str, Any]]:
+    """Library entry point: one summary round on a dict, by default with the offline
+    extractive backend. Returns (dump, status, details); the input is not modified."""
+    import asyncio
+
+    counter = TokenCounter(encoding)
+    if backend is None:
+        from .backends.extractive import ExtractiveBackend
+
+        backend = ExtractiveBackend(counter.text)
+    opts = SummarizeOptions(keep_recent, max_summary_tokens, preserve_system, keep_originals)
+    return asyncio.run(summarize_conversation(dump, opts, backend, counter))

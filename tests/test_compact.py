@@ -171,3 +171,15 @@ def test_small_tool_conversation_reclaims(runner, tmp_path):
     assert res.exit_code == 0
     item = orjson.loads((tmp_path / "r.json").read_bytes())["items"][0]
     assert item["status"] == "RECLAIMED" and item["reclaimed_count"] == 8
+
+
+def test_library_entry_points_work_on_plain_dicts():
+    from compactor_cli import Policy as P, compact_dump, summarize_dump
+
+    dump = long_conv(rounds=20)
+    del dump["tokens_used"]
+    new, status, details = summarize_dump(dump, keep_recent=6)
+    assert status is Status.SUMMARIZED and details["backend"] == "extractive"
+    new, status, details = compact_dump(dump, P(token_threshold=tokens(dump) // 3))
+    assert status in (Status.SUMMARIZED, Status.STILL_OVER) and details["rounds"]
+    assert restore_conversation(new)[0] == dump
