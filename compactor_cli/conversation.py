@@ -218,23 +218,7 @@ def _length(obj: Any) -> int:
 def estimated_message_length(messages: list[dict]) -> int:
     """xun's estimate: characters of string values under content/text/reasoning/reasoning_content,
     recursing into nested dicts and lists. Cheap, model-free, good for ratios."""
-    # The two outer levels (messages, their keys) are inlined: this runs on every message of
-    # every record and a call per message and per key would double its cost.
-    total = 0
-    keys = LENGTH_KEYS
-    for m in messages:
-        if type(m) is not dict:
-            if type(m) is list:
-                total += _length(m)
-            continue
-        for k, v in m.items():
-            t = type(v)
-            if t is str:
-                if k in keys:
-                    total += len(v)
-            elif t is list or t is dict:
-                total += _length(v)
-    return total
+    return _length(messages)
 
 
 def content_length(content: Any) -> int:

@@ -90,8 +90,9 @@ def _serialise(new: dict, shape: str, form: str) -> bytes:
     """Keep the input's shape; a list that now carries originals becomes an object that
     remembers it was a list, so restore can give the list back."""
     if shape == "list" and list(new.keys()) != ["messages"]:
+        meta = new.get(META_KEY) if isinstance(new.get(META_KEY), dict) else {}
         new = {"messages": new["messages"], **{k: v for k, v in new.items() if k not in ("messages", META_KEY)},
-               META_KEY: {"input_form": "list"}}
+               META_KEY: {**meta, "input_form": "list"}}
     return dump_bytes(denormalize_record(new, shape), form)
 
 

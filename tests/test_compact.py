@@ -183,3 +183,16 @@ def test_library_entry_points_work_on_plain_dicts():
     new, status, details = compact_dump(dump, P(token_threshold=tokens(dump) // 3))
     assert status in (Status.SUMMARIZED, Status.STILL_OVER) and details["rounds"]
     assert restore_conversation(new)[0] == dump
+
+
+@pytest.mark.parametrize("command", [["compact", "--token-threshold", "2500"], ["summarize", "--keep-recent", "4"],
+                                     ["toolcall", "--keep", "0"]])
+def test_a_bare_list_comes_back_as_the_same_list(runner, tmp_path, command):
+    out = tmp_path / "o.json"
+    src = FIXTURES / "airline_list.json"
+    res = runner.invoke(cli, [*command, "-q", "--backend", "extractive", str(src), "-o", str(out)]
+                        if command[0] != "toolcall" else [*command, "-q", str(src), "-o", str(out)])
+    assert res.exit_code == 0, res.stderr
+    assert orjson.loads(out.read_bytes())["xcompact"]["input_form"] == "list"
+    back = runner.invoke(cli, ["restore", "-q", str(out)])
+    assert orjson.loads(back.stdout_bytes) == orjson.loads(src.read_bytes())
