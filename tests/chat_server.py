@@ -69,6 +69,7 @@ class ChatServer:
                 raw = self.rfile.read(length)
                 req = orjson.loads(raw)
                 req["_auth"] = self.headers.get("authorization")
+                req["_arrived"] = time.monotonic()
                 with server.lock:
                     server.requests.append(req)
                     server._in_flight += 1

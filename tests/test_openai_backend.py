@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import orjson
 import pytest
 
@@ -61,11 +59,10 @@ def test_429_with_retry_after_is_honoured(runner, tmp_path):
     src, _ = write_convs(tmp_path)
     replies = [Reply(status=429, headers={"retry-after": "0.5"}, error="rate limited"), Reply(content=summary_text())]
     with ChatServer(lambda req: replies.pop(0)) as server:
-        t = time.monotonic()
         res, out, doc = run(runner, server, src, tmp_path)
-        elapsed = time.monotonic() - t
     assert res.exit_code == 0 and doc["items"][0]["status"] == "SUMMARIZED"
-    assert len(server.requests) == 2 and elapsed >= 0.5
+    first, second = server.requests
+    assert second["_arrived"] - first["_arrived"] >= 0.5  # the retry waited as the server asked
     assert doc["items"][0]["model_calls"] == 2
 
 
@@ -163,16 +160,12 @@ def test_cache_makes_a_rerun_free_and_identical(runner, tmp_path):
 def test_concurrency_keeps_order_and_bytes(runner, tmp_path):
     src, _ = write_convs(tmp_path, n=8)
     with ChatServer(latency=0.3) as server:
-        t = time.monotonic()
         run(runner, server, src, tmp_path, "--concurrency", "1")
-        serial = time.monotonic() - t
+        assert server.max_in_flight == 1
         serial_bytes = (tmp_path / "out.jsonl").read_bytes()
-        t = time.monotonic()
         run(runner, server, src, tmp_path, "--concurrency", "8")
-        parallel = time.monotonic() - t
-        assert server.max_in_flight >= 4
+        assert 4 <= server.max_in_flight <= 8  # requests overlapped, up to the bound and no further
     assert (tmp_path / "out.jsonl").read_bytes() == serial_bytes
-    assert parallel < serial / 2
 
 
 def test_prompt_file_replaces_the_instructions(runner, tmp_path):
