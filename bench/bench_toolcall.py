@@ -61,7 +61,7 @@ def main() -> None:
                          ("toolcall --originals drop --no-tokens -j 1", ["--no-tokens", "--originals", "drop", "-j", "1"]),
                          ("toolcall (with tokens) -j 1", ["-j", "1"]),
                          ("toolcall (with tokens) -j 2", ["-j", "2"])]:
-        rows.append((label, best(lambda: xcompact("toolcall", "-q", *extra, src, "-o", dst), args.repeat)))
+        rows.append((label, best(lambda extra=extra: xcompact("toolcall", "-q", *extra, src, "-o", dst), args.repeat)))
     print(f"{src}: {size:.1f} MiB; best of {args.repeat}; interpreter start-up {startup:.2f}s (included below)")
     print(f"{'what':44} {'seconds':>8} {'MiB/s':>8} {'x floor':>8}")
     for label, t in rows:

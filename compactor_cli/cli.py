@@ -5,7 +5,7 @@ stdout carries data only; progress, warnings, errors and the summary go to stder
 from __future__ import annotations
 
 import sys
-from typing import Any, Iterable
+from typing import Any
 
 import click
 
@@ -51,7 +51,6 @@ def _progress(quiet: bool):
 def _run_command(command: str, io: dict[str, Any], settings_kwargs: dict[str, Any],
                  parameters: dict[str, Any]) -> None:
     """Plan outputs, run, report, exit. ``io`` holds the options of options.io_options."""
-    import os
     import signal
 
     from .files import plan_outputs

@@ -8,7 +8,6 @@ replaced so ``restore`` gives the input back. Backends only turn a head into sum
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from .conversation import check_pairing, content_text
 from .errors import BackendError

@@ -156,6 +156,7 @@ def test_compact_output_is_stable_on_a_second_run(runner, tmp_path):
     args = ["compact", "-q", "--token-threshold", "2500", "--backend", "extractive"]
     assert runner.invoke(cli, args + [str(FIXTURES / "taubench_airline_5.jsonl"), "-o", str(out1)]).exit_code == 0
     res = runner.invoke(cli, args + [str(out1), "-o", str(out2), "--report", str(tmp_path / "r.json")])
+    assert res.exit_code == 0
     doc = orjson.loads((tmp_path / "r.json").read_bytes())
     assert set(doc["totals"]["statuses"]) == {"UNDER_THRESHOLD"}
     assert out2.read_bytes() == out1.read_bytes()

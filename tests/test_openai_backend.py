@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import orjson
-import pytest
 
 from compactor_cli.cli import cli
 
-from chat_server import ChatServer, Reply, good, summary_text
+from chat_server import ChatServer, Reply, summary_text
 from conftest import long_conv, read_jsonl
 
 SECRET = "sk-test-SECRET-0123456789abcdef"

@@ -81,7 +81,7 @@ def test_only_old_results_change_and_only_to_their_placeholder(dump, keep):
 # ---- through the record pipeline (bytes in, bytes out), every command and both shapes
 
 from compactor_cli.files import Record  # noqa: E402
-from compactor_cli.pipeline import OPERATIONS, Settings, process_record  # noqa: E402
+from compactor_cli.pipeline import Settings, process_record  # noqa: E402
 from compactor_cli.runner import AsyncOutcomes, make_transform  # noqa: E402
 from compactor_cli.tokens import TokenCounter  # noqa: E402
 

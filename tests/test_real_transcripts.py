@@ -3,7 +3,6 @@ reused IDs, runs of user messages, huge single outputs, parallel calls."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 

@@ -7,7 +7,6 @@ import asyncio
 import copy
 
 import orjson
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any, Callable
+from typing import Callable
 
 from ..conversation import content_text
 from ..errors import BackendError
