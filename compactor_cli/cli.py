@@ -72,6 +72,11 @@ def _run_command(command: str, io: dict[str, Any], settings_kwargs: dict[str, An
         journal = Journal(journal_path(command, parameters, targets, report_path), resume=io.get("resume", False))
     elif io.get("resume"):
         raise click.UsageError("--resume needs outputs in files (-o or --in-place), not stdout")
+    if journal is not None and journal.resumed and journal.state.get("complete"):
+        # resuming a finished run must not run it again: --in-place it would compact its own output
+        if not quiet:
+            _emit("nothing to resume: this run already finished (run without --resume to start again)")
+        sys.exit(EXIT_OK)
     try:
         report = Report(command=command, parameters=parameters, report_path=report_path,
                         resume_state=journal.state.get("report") if journal and journal.resumed else None)
@@ -97,7 +102,7 @@ def _run_command(command: str, io: dict[str, Any], settings_kwargs: dict[str, An
         signal.signal(signal.SIGTERM, previous)
     report.close()
     if journal is not None:
-        journal.discard()
+        journal.save(complete=True, current=None)
     if not quiet:
         _emit(report.summary())
     sys.exit(report.exit_code)

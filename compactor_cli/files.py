@@ -222,6 +222,11 @@ def _apply_mode(path: str, mode_from: str | None) -> None:
         os.chmod(path, 0o666 & ~umask)
 
 
+def partial_path(path: str) -> str:
+    """Where the output for ``path`` grows until it is complete."""
+    return os.path.join(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.xcompact-partial")
+
+
 class PartialWriter:
     """Atomic output: written to ``.NAME.xcompact-partial`` beside ``path`` and renamed over it
     by ``commit``. The partial file survives an interruption: ``checkpoint`` makes what was
@@ -233,7 +238,7 @@ class PartialWriter:
         self.mode_from = mode_from
         directory = os.path.dirname(os.path.abspath(path))
         os.makedirs(directory, exist_ok=True)
-        self.tmp = os.path.join(directory, f".{os.path.basename(path)}.xcompact-partial")
+        self.tmp = partial_path(path)
         if resume_length is not None and os.path.exists(self.tmp):
             self.fh: IO[bytes] = open(self.tmp, "r+b")
             self.fh.truncate(resume_length)
@@ -286,15 +291,29 @@ class StdoutWriter:
         self.fh.flush()
 
 
+def _mode_from(target: Target) -> str | None:
+    """--in-place keeps the input's file mode."""
+    assert target.path is not None
+    same = target.input.path != STDIN and os.path.realpath(target.input.path) == os.path.realpath(target.path)
+    return target.input.path if same else None
+
+
 def open_sink(target: Target, resume_length: int | None = None) -> PartialWriter | StdoutWriter:
     if target.path is None:
         return StdoutWriter()
-    mode_from = target.input.path if target.input.path != STDIN and os.path.realpath(
-        target.input.path) == os.path.realpath(target.path) else None
     try:
-        return PartialWriter(target.path, mode_from=mode_from, resume_length=resume_length)
+        return PartialWriter(target.path, mode_from=_mode_from(target), resume_length=resume_length)
     except OSError as exc:
         raise OutputError(f"cannot write {target.path}: {exc.strerror}") from None
+
+
+def finish_commit(target: Target) -> None:
+    """Complete a commit that an interruption cut between its journal entry and its rename."""
+    assert target.path is not None
+    partial = partial_path(target.path)
+    if os.path.exists(partial):
+        _apply_mode(partial, _mode_from(target))
+        os.replace(partial, target.path)
 
 
 def write_bytes_atomic(path: str, data: bytes) -> None:

@@ -7,7 +7,8 @@ records how far the run got: targets finished, and for the current one the input
 next line and the partial output's length; also the report's length and counters. A resumed
 run truncates the partial files to the checkpoint and continues from there, so its outputs
 are byte for byte those of an uninterrupted run. The journal's name hashes the command, its
-parameters and its targets: other options start afresh."""
+parameters and its targets: other options start afresh. A finished run leaves its journal
+marked complete, so that --resume after the end does nothing instead of running again."""
 
 from __future__ import annotations
 
@@ -23,15 +24,17 @@ from .files import Target, write_bytes_atomic
 CHECKPOINT_SECONDS = float(os.environ.get("XCOMPACT_CHECKPOINT_SECONDS") or 2.0)
 
 
-def partial_path(path: str) -> str:
-    return os.path.join(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.xcompact-partial")
-
-
 def journal_path(command: str, parameters: dict[str, Any], targets: list[Target], report_path: str | None) -> str:
-    key = hashlib.sha1(orjson.dumps([command, parameters, [(t.input.path, t.path) for t in targets], report_path],
-                                    option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()[:16]
-    first = targets[0].path or targets[0].input.path
-    return os.path.join(os.path.dirname(os.path.abspath(first)), f".xcompact-journal-{key}.json")
+    """In the cache directory (``$XDG_CACHE_HOME/xcompact/journals``), not beside the outputs,
+    so output directories hold nothing but outputs."""
+    from .cache import default_cache_dir
+
+    def real(p: str | None) -> str | None:
+        return os.path.realpath(p) if p and p != "-" else p
+
+    key = hashlib.sha1(orjson.dumps([command, parameters, [(real(t.input.path), real(t.path)) for t in targets],
+                                     real(report_path)], option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()
+    return os.path.join(default_cache_dir(), "journals", f"{key[:24]}.json")
 
 
 class Journal:

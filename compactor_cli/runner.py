@@ -17,7 +17,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from .errors import InvalidInputError, OutputError
-from .files import STDIN, Record, Target, iter_records, open_sink
+from .files import STDIN, Record, Target, finish_commit, iter_records, open_sink
 from .journal import CHECKPOINT_SECONDS, Journal
 from .pipeline import OPERATIONS, Outcome, Settings, Transform, process_record, process_record_async
 from .report import Report
@@ -208,12 +208,22 @@ class _Batch:
         self.settings, self.report, self.emit, self.quiet = settings, report, emit, quiet
         self.progress, self.outcomes, self.journal = progress, outcomes, journal
         self.warned = 0
+        self.committed: set[int] = journal.done if journal else set()
 
     def run(self, targets: list[Target]) -> None:
-        done = self.journal.done if self.journal else set()
+        if self.journal is not None:
+            cur = self.journal.state.get("current")
+            if cur and cur.get("committing"):  # cut between the journal entry and the rename
+                finish_commit(targets[cur["index"]])
+                self.committed.add(cur["index"])
+                self.journal.state["current"] = None
         for index, target in enumerate(targets):
-            if index not in done:
+            if index not in self.committed:
                 self.run_target(index, target)
+
+    def _save(self, current: dict[str, Any] | None) -> None:
+        assert self.journal is not None
+        self.journal.save(done=sorted(self.committed), current=current, report=self.report.checkpoint())
 
     def _warn(self, rec: Record, outcome: Outcome) -> None:
         if outcome.error:
@@ -232,9 +242,7 @@ class _Batch:
 
     def _checkpoint(self, index: int, sink: Any, offset: int, line: int | None) -> None:
         length = sink.checkpoint() if sink is not None else None
-        assert self.journal is not None
-        self.journal.save(current={"index": index, "input_offset": offset, "line": line,
-                                   "output_length": length}, report=self.report.checkpoint())
+        self._save({"index": index, "input_offset": offset, "line": line, "output_length": length})
 
     def run_target(self, index: int, target: Target) -> None:
         src = target.input.path
@@ -276,11 +284,12 @@ class _Batch:
             if sink is not None:
                 if pending_doc is not None:
                     sink.write(pending_doc)
+                if journaled:
+                    sink.checkpoint()
+                    self._save({"index": index, "committing": True})
                 sink.commit()
             if journaled:
-                assert self.journal is not None
-                self.journal.save(done=sorted(self.journal.done | {index}), current=None,
-                                  report=self.report.checkpoint())
+                self.committed.add(index)
         except InvalidInputError as exc:
             if sink is not None:
                 sink.abort()

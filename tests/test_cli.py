@@ -106,7 +106,7 @@ def test_in_place_replaces_atomically_and_keeps_the_mode(runner, tmp_path):
     assert res.exit_code == 0 and res.stdout == ""
     assert ORIGINALS_KEY in orjson.loads(src.read_bytes())
     assert stat.S_IMODE(os.stat(src).st_mode) == 0o640
-    assert [p.name for p in tmp_path.iterdir()] == ["c.json"]  # no temporary file left
+    assert [p.name for p in tmp_path.iterdir()] == ["c.json"]  # no partial file left
 
 
 def test_several_inputs_need_a_directory(runner, tmp_path):

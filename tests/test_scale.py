@@ -44,10 +44,14 @@ def test_output_and_report_are_the_same_for_any_jobs(dataset, tmp_path, command)
     assert outs[0] == outs[1]
 
 
-def _wait_for_checkpoint(directory: Path, proc: subprocess.Popen, min_offset: int = 1) -> None:
+def _journals() -> Path:
+    return Path(os.environ["XDG_CACHE_HOME"]) / "xcompact" / "journals"
+
+
+def _wait_for_checkpoint(proc: subprocess.Popen, min_offset: int = 1) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        for j in directory.glob(".xcompact-journal-*.json"):
+        for j in _journals().glob("*.json"):
             try:
                 state = orjson.loads(j.read_bytes())
             except orjson.JSONDecodeError:
@@ -71,7 +75,7 @@ def test_a_killed_run_leaves_no_output_and_resume_finishes_it_identically(datase
     env = {**os.environ, "XCOMPACT_CHECKPOINT_SECONDS": "0.01"}
     proc = subprocess.Popen([sys.executable, "-m", "compactor_cli", *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    _wait_for_checkpoint(work, proc, min_offset=dataset.stat().st_size // 4)
+    _wait_for_checkpoint(proc, min_offset=dataset.stat().st_size // 4)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == (-9 if sig == signal.SIGKILL else 130)
@@ -83,7 +87,10 @@ def test_a_killed_run_leaves_no_output_and_resume_finishes_it_identically(datase
     assert done.returncode == 0, done.stderr
     assert out.read_bytes() == ref.read_bytes()
     assert orjson.loads(report.read_bytes()) == orjson.loads(ref_report.read_bytes())
-    assert sorted(p.name for p in work.iterdir()) == ["out.jsonl", "report.json"]  # journal and partials gone
+    assert sorted(p.name for p in work.iterdir()) == ["out.jsonl", "report.json"]  # no partials, no journal
+    again = xcompact(*[a for a in args if a != "-q"], "--resume")  # resuming a finished run does nothing
+    assert again.returncode == 0 and b"nothing to resume" in again.stderr
+    assert out.read_bytes() == ref.read_bytes()
 
 
 def test_resume_without_a_journal_runs_everything(tmp_path):
@@ -161,3 +168,36 @@ def test_progress_only_on_a_terminal(dataset, tmp_path):
     os.close(leader)
     assert p.returncode == 0
     assert b"agents.jsonl" in seen and b"B/s" in seen
+
+
+def test_repeated_kills_in_place_over_many_files_then_resume(dataset, tmp_path):
+    """--in-place with a command that is not idempotent (a second summary round would change
+    the bytes): killed again and again at arbitrary moments, resumed each time, the result must
+    still be exactly one uninterrupted run's."""
+    import random
+    import shutil
+
+    lines = dataset.read_bytes().splitlines(keepends=True)
+    work, ref = tmp_path / "work", tmp_path / "ref"
+    work.mkdir()
+    for i in range(0, len(lines), 2):
+        (work / f"part{i:03}.jsonl").write_bytes(b"".join(lines[i:i + 2]))
+    shutil.copytree(work, ref)
+    args = ["summarize", "--backend", "extractive", "--keep-recent", "8", "-j", "1", "-q", "--in-place"]
+    assert xcompact(*args, str(ref), "--report", str(tmp_path / "ref.json")).returncode == 0
+    env = {**os.environ, "XCOMPACT_CHECKPOINT_SECONDS": "0.01"}
+    rng = random.Random(5)
+    for attempt in range(5):
+        proc = subprocess.Popen([sys.executable, "-m", "compactor_cli", *args, str(work), "--report",
+                                 str(tmp_path / "work.json"), *(["--resume"] if attempt else [])],
+                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.3, 1.2))
+        proc.kill()
+        proc.wait(timeout=60)
+    done = xcompact(*args, str(work), "--report", str(tmp_path / "work.json"), "--resume")
+    assert done.returncode == 0, done.stderr
+    for f in sorted(ref.iterdir()):
+        assert (work / f.name).read_bytes() == f.read_bytes(), f.name
+    assert sorted(p.name for p in work.iterdir()) == sorted(p.name for p in ref.iterdir())  # no partials
+    assert orjson.loads((tmp_path / "work.json").read_bytes())["totals"] == \
+        orjson.loads((tmp_path / "ref.json").read_bytes())["totals"]
