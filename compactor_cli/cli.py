@@ -51,6 +51,7 @@ def _progress(quiet: bool):
 def _run_command(command: str, io: dict[str, Any], settings_kwargs: dict[str, Any],
                  parameters: dict[str, Any]) -> None:
     """Plan outputs, run, report, exit. ``io`` holds the options of options.io_options."""
+    import os
     import signal
 
     from .files import plan_outputs
@@ -69,7 +70,15 @@ def _run_command(command: str, io: dict[str, Any], settings_kwargs: dict[str, An
     parameters = {**parameters, "config": ctx.meta.get("xcompact_config")}
     journal = None
     if settings.write_output and all(t.path is not None for t in targets):
-        journal = Journal(journal_path(command, parameters, targets, report_path), resume=io.get("resume", False))
+        path = journal_path(command, parameters, targets, report_path)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            journal = Journal(path, resume=io.get("resume", False))
+        except OSError as exc:
+            if io.get("resume"):
+                raise click.UsageError(f"cannot read the journal in {os.path.dirname(path)}: {exc.strerror}") from None
+            _emit(f"warning: cannot keep checkpoints in {os.path.dirname(path)} ({exc.strerror}); "
+                  "this run cannot be resumed (set XDG_CACHE_HOME)")
     elif io.get("resume"):
         raise click.UsageError("--resume needs outputs in files (-o or --in-place), not stdout")
     if journal is not None and journal.resumed and journal.state.get("complete"):

@@ -61,7 +61,10 @@ class Journal:
 
     def save(self, **changes: Any) -> None:
         self.state.update(changes)
-        write_bytes_atomic(self.path, orjson.dumps(self.state))
+        try:
+            write_bytes_atomic(self.path, orjson.dumps(self.state))
+        except OSError:
+            pass  # a checkpoint that cannot be written costs --resume, never the run itself
 
     def discard(self) -> None:
         try:

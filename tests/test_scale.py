@@ -201,3 +201,12 @@ def test_repeated_kills_in_place_over_many_files_then_resume(dataset, tmp_path):
     assert sorted(p.name for p in work.iterdir()) == sorted(p.name for p in ref.iterdir())  # no partials
     assert orjson.loads((tmp_path / "work.json").read_bytes())["totals"] == \
         orjson.loads((tmp_path / "ref.json").read_bytes())["totals"]
+
+
+def test_an_unwritable_cache_costs_resume_not_the_run(tmp_path):
+    (tmp_path / "cache").write_text("a file where the cache directory should be")
+    out = tmp_path / "o.jsonl"
+    proc = xcompact("toolcall", str(FIXTURES / "taubench_airline_5.jsonl"), "-o", str(out),
+                    env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")})
+    assert proc.returncode == 0 and b"cannot be resumed" in proc.stderr
+    assert len(out.read_bytes().splitlines()) == 5
