@@ -197,3 +197,30 @@ def test_a_bare_list_comes_back_as_the_same_list(runner, tmp_path, command):
     assert orjson.loads(out.read_bytes())["xcompact"]["input_form"] == "list"
     back = runner.invoke(cli, ["restore", "-q", str(out)])
     assert orjson.loads(back.stdout_bytes) == orjson.loads(src.read_bytes())
+
+
+@pytest.mark.parametrize("argv", [
+    ["compact", "--token-threshold", "2500", "--backend", "extractive"],
+    ["compact", "--check", "--token-threshold", "2500"],
+    ["summarize", "--backend", "extractive", "--keep-recent", "6"],
+    ["restore"],
+    ["validate"],
+])
+def test_every_command_writes_a_report_valid_against_the_schema(runner, tmp_path, argv):
+    import jsonschema
+
+    from compactor_cli.schema import load_schema
+
+    report = tmp_path / "r.json"
+    out = [] if argv[0] == "validate" or "--check" in argv else ["-o", str(tmp_path / "out")]
+    runner.invoke(cli, [*argv, "-q", str(FIXTURES / "taubench_airline_5.jsonl"), str(FIXTURES / "bad" / "mixed.jsonl"),
+                        *out, "--report", str(report)])
+    doc = orjson.loads(report.read_bytes())
+    jsonschema.validate(doc, load_schema("report"))
+    assert doc["command"] == argv[0] and doc["totals"]["conversations"] == 10
+
+
+def test_the_report_schema_knows_every_status():
+    from compactor_cli.schema import load_schema
+
+    assert set(load_schema("report")["$defs"]["status"]["enum"]) == {s.value for s in Status}
