@@ -293,3 +293,10 @@ def test_toolcall_does_not_import_openai(tmp_path):
             "try:\n    main()\nexcept SystemExit:\n    pass\nprint('openai' in sys.modules, 'jsonschema' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
     assert proc.stdout.strip() == b"False False"
+
+
+def test_every_status_is_documented():
+    from compactor_cli.status import Status
+
+    readme = (ROOT / "README.md").read_text()
+    assert [s.value for s in Status if f"`{s.value}`" not in readme] == []
