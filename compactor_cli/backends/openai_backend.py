@@ -209,23 +209,23 @@ class OpenAIBackend:
     async def _merge(self, partials: list[str], system: str, budget: int, max_tokens: int) -> tuple[list[str], int]:
         """Merge neighbouring partial summaries in groups that fit the budget (one level)."""
         blocks = [f"### part {i + 1}\n" + _quote(p) for i, p in enumerate(partials)]
-        groups: list[list[str]] = [[]]
+        groups: list[list[int]] = [[]]
         used = 0
-        for b in blocks:
+        for i, b in enumerate(blocks):
             n = self.count(b) + 1
             if groups[-1] and used + n > budget:
                 groups.append([])
                 used = 0
-            groups[-1].append(b)
+            groups[-1].append(i)
             used += n
         if len(groups) == len(partials) and len(partials) > 1:  # no two fit together: pair them anyway
-            groups = [blocks[i:i + 2] for i in range(0, len(blocks), 2)]
+            groups = [list(range(i, min(i + 2, len(partials)))) for i in range(0, len(partials), 2)]
         merged, calls = [], 0
         for g in groups:
-            if len(g) == 1:
-                merged.append(g[0].split("\n", 1)[1])
+            if len(g) == 1:  # alone in its group: goes up a level as it is
+                merged.append(partials[g[0]])
                 continue
-            user = MERGE_NOTE + "\n<partial_summaries>\n" + "\n\n".join(g) + "\n</partial_summaries>"
+            user = MERGE_NOTE + "\n<partial_summaries>\n" + "\n\n".join(blocks[i] for i in g) + "\n</partial_summaries>"
             text, n = await self._complete(system, user, max_tokens)
             calls += n
             merged.append(text)
