@@ -111,7 +111,11 @@ def _with_counters(dump: dict, original: dict, **changes: Any) -> dict:
 async def compact_conversation(dump: dict, policy: Policy, backend: Backend | None,
                                counter: TokenCounter) -> tuple[dict, Status, dict[str, Any]]:
     """Apply the policy. Returns (dump, status, report fields with every round taken)."""
-    new, status, fields = await _apply_policy(dump, policy, backend, counter)
+    memo = MemoTokens(counter)
+    new, status, fields = await _apply_policy(dump, policy, backend, counter, memo)
+    # the memo already holds most messages' counts: the report's token fields cost little more
+    fields["tokens_before"] = memo.conversation(dump["messages"])
+    fields["tokens_after"] = memo.conversation(new["messages"])
     fields["reclaimed_count"] = sum(r.get("reclaimed_count", 0) for r in fields["rounds"])
     before = estimated_message_length(dump["messages"])
     after = estimated_message_length(new["messages"]) if new is not dump else before
@@ -120,9 +124,8 @@ async def compact_conversation(dump: dict, policy: Policy, backend: Backend | No
     return new, status, fields
 
 
-async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None,
-                        counter: TokenCounter) -> tuple[dict, Status, dict[str, Any]]:
-    memo = MemoTokens(counter)
+async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None, counter: TokenCounter,
+                        memo: MemoTokens) -> tuple[dict, Status, dict[str, Any]]:
     size, source = measure(dump, policy, memo)
     threshold = policy.threshold
     fields: dict[str, Any] = {"threshold": threshold, "threshold_unit": policy.unit, "size_before": size,
@@ -192,10 +195,12 @@ async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None,
 
 def check_conversation_size(dump: dict, policy: Policy, counter: TokenCounter) -> tuple[dict, Status, dict[str, Any]]:
     """--check: measure only."""
-    size, source = measure(dump, policy, MemoTokens(counter))
+    memo = MemoTokens(counter)
+    size, source = measure(dump, policy, memo)
     status = Status.OVER_THRESHOLD if size > policy.threshold else Status.UNDER_THRESHOLD
+    tokens = memo.conversation(dump["messages"])
     fields: dict[str, Any] = {"threshold": policy.threshold, "threshold_unit": policy.unit, "size_before": size,
-                              "size_source": source, "size_after": size}
+                              "size_source": source, "size_after": size, "tokens_before": tokens, "tokens_after": tokens}
     if status is Status.OVER_THRESHOLD:
         fields["over_by"] = size - policy.threshold
     return dump, status, fields

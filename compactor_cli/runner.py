@@ -179,16 +179,13 @@ def run(targets: list[Target], settings: Settings, report: Report, emit: Emit, q
         report.note(f"backend: {backend.name}" + (f", model {backend.model}" if backend.model else ""))
     is_openai = backend is not None and backend.name == "openai"
     closer: Callable[[], None] = lambda: None  # noqa: E731
-    if is_openai:
-        window = 2 * int(settings.extra.get("openai", {}).get("concurrency", 1))
-        async_map = AsyncOutcomes(transform, settings, counter, window)
-        outcomes: Outcomes = async_map
-        closer = lambda: async_map.close(backend)  # noqa: E731
-    elif jobs > 1 and input_bytes(targets) >= PARALLEL_MIN_BYTES:
+    outcomes: Outcomes
+    if not is_openai and jobs > 1 and input_bytes(targets) >= PARALLEL_MIN_BYTES:
         parallel = ParallelOutcomes(settings, jobs)
         outcomes, closer = parallel, parallel.close
-    elif settings.command in MODEL_COMMANDS:
-        async_map = AsyncOutcomes(transform, settings, counter, 1)
+    elif settings.command in MODEL_COMMANDS:  # model calls: a bounded window of tasks in flight
+        window = 2 * int(settings.extra.get("openai", {}).get("concurrency", 1)) if is_openai else 1
+        async_map = AsyncOutcomes(transform, settings, counter, window)
         outcomes = async_map
         closer = lambda: async_map.close(backend)  # noqa: E731
     else:

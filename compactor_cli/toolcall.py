@@ -13,6 +13,7 @@ from typing import Any
 
 from .conversation import META_KEY, ORIGINALS_KEY, content_length, estimated_message_length
 from .errors import InvalidInputError
+from .summary_store import restore_summaries
 
 PLACEHOLDER_TEMPLATE = (
     "[Compacted, ID: {id}. If this content is still needed, call extract_compacted_tool_result "
@@ -107,7 +108,7 @@ def reclaim_tool_results(dump: dict, keep: int = DEFAULT_KEEP, keep_originals: b
     return new_dump, result
 
 
-def restore_tool_results(dump: dict, key_offsets: dict[str, int] | None = None) -> tuple[dict, int]:
+def restore_tool_results(dump: dict) -> tuple[dict, int]:
     """Put back every placeholder whose original is stored; drop the store once empty.
 
     Returns the new dump and how many results were restored."""
@@ -115,7 +116,7 @@ def restore_tool_results(dump: dict, key_offsets: dict[str, int] | None = None) 
     if not originals:
         return dump, 0
     messages = dump["messages"]
-    keys = tool_result_keys(messages, key_offsets)
+    keys = tool_result_keys(messages)  # after restore_summaries: the whole conversation is back
     remaining = dict(originals)
     new_messages = list(messages)
     restored = 0
@@ -135,9 +136,7 @@ def restore_tool_results(dump: dict, key_offsets: dict[str, int] | None = None) 
 
 def restore_conversation(dump: dict) -> tuple[dict, int]:
     """Give back the conversation as it was before xcompact (and xun) compacted it."""
-    from .summary_store import restore_summaries  # tier 2 archive, undone first
-
-    dump, rounds = restore_summaries(dump)
+    dump, rounds = restore_summaries(dump)  # the tier-2 archive first, then the placeholders
     dump, restored = restore_tool_results(dump)
     meta = dump.get(META_KEY)
     if META_KEY in dump:

@@ -6,7 +6,7 @@ A backend has ``name``, ``model`` and ``async summarize(request) -> Answer``. Th
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 
@@ -26,7 +26,6 @@ class Answer:
     text: str
     calls: int = 0  # model requests made
     cached: bool = False
-    notes: list[str] = field(default_factory=list)
 
 
 class Backend(Protocol):
