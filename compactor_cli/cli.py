@@ -48,99 +48,74 @@ def _progress(quiet: bool):
     return _Bar
 
 
-def _run_command(command: str, io: dict[str, Any], settings_kwargs: dict[str, Any],
-                 parameters: dict[str, Any]) -> None:
-    """Plan outputs, run, report, exit. ``io`` holds the options of options.io_options."""
-    import os
-    import signal
+def _run(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> None:
+    """Hand the typed options to the runner; map what it raises to exit codes."""
+    from .report import ReportError
+    from .runner import run_command
+    from .settings import RunIO
 
-    from .files import plan_outputs
-    from .journal import Journal, journal_path
-    from .pipeline import Settings
-    from .runner import run
-
-    quiet, report_path = io.get("quiet", False), io.get("report_path")
-    settings = Settings(command=command, **settings_kwargs)
-    try:
-        targets = plan_outputs(list(io["inputs"]), io.get("output"), io.get("in_place", False)) \
-            if settings.write_output else _read_only_targets(io["inputs"])
-    except (UsageError, OutputError) as exc:
-        raise click.UsageError(str(exc)) from None
     ctx = click.get_current_context()
-    parameters = {**parameters, "config": ctx.meta.get("xcompact_config")}
-    journal = None
-    if settings.write_output and all(t.path is not None for t in targets):
-        path = journal_path(command, parameters, targets, report_path)
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            journal = Journal(path, resume=io.get("resume", False))
-        except OSError as exc:
-            if io.get("resume"):
-                raise click.UsageError(f"cannot read the journal in {os.path.dirname(path)}: {exc.strerror}") from None
-            _emit(f"warning: cannot keep checkpoints in {os.path.dirname(path)} ({exc.strerror}); "
-                  "this run cannot be resumed (set XDG_CACHE_HOME)")
-    elif io.get("resume"):
-        raise click.UsageError("--resume needs outputs in files (-o or --in-place), not stdout")
-    if journal is not None and journal.resumed and journal.state.get("complete"):
-        # resuming a finished run must not run it again: --in-place it would compact its own output
-        if not quiet:
-            _emit("nothing to resume: this run already finished (run without --resume to start again)")
-        sys.exit(EXIT_OK)
+    run_io = RunIO(inputs=tuple(io["inputs"]), output=io.get("output"), in_place=io.get("in_place", False),
+                   report_path=io.get("report_path"), quiet=io.get("quiet", False), jobs=io.get("jobs") or 0,
+                   resume=io.get("resume", False),
+                   parameters={**parameters, "config": ctx.meta.get("xcompact_config")})
     try:
-        report = Report(command=command, parameters=parameters, report_path=report_path,
-                        resume_state=journal.state.get("report") if journal and journal.resumed else None)
-    except OSError as exc:
-        raise click.UsageError(f"cannot write the report {report_path}: {exc.strerror}") from None
-    jobs = io.get("jobs") or _auto_jobs(settings, targets)
-
-    def _terminate(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, _terminate)
-    try:
-        run(targets, settings, report, _emit, quiet=quiet, progress=_progress(quiet), jobs=jobs, journal=journal)
-    except UsageError as exc:
-        report.abort()
+        code = run_command(settings, run_io, _emit, _progress(run_io.quiet))
+    except (UsageError, OutputError) as exc:
+        if isinstance(exc, ReportError):
+            _emit(f"error: {exc}")
+            sys.exit(EXIT_FAILED)
         raise click.UsageError(str(exc)) from None
-    except KeyboardInterrupt:
-        report.abort(keep=journal is not None)
-        hint = "; run the same command with --resume to continue" if journal is not None else ""
-        _emit(f"interrupted: no output was left half-written{hint}")
-        sys.exit(EXIT_INTERRUPTED)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    report.close()
-    if journal is not None:
-        journal.save(complete=True, current=None)
-    if not quiet:
-        _emit(report.summary())
-    sys.exit(report.exit_code)
+    sys.exit(code)
 
 
-#: --no-tokens toolcall/restore cost little CPU per record: below this much input a worker
-#: pool costs more than it saves (bench/README.md: slower at 100 MB, 1.5x faster at 500 MB).
-LIGHT_PARALLEL_MIN_BYTES = 256 * 2**20
+def _explicit(name: str) -> bool:
+    """Was option ``name`` given on the command line (not a default or a config value)?"""
+    source = click.get_current_context().get_parameter_source(name)
+    return source is click.core.ParameterSource.COMMANDLINE
 
 
-def _auto_jobs(settings: Any, targets: list) -> int:
-    """-j 0: all cores, except light work on inputs too small to repay a pool."""
-    import os
+def _backend_config(backend: str, summary_model: str | None, base_url: str | None, temperature: float,
+                    timeout: float, retries: int, concurrency: int, prompt_file: str | None,
+                    summary_input_tokens: int | None, cache_dir: str | None, no_cache: bool,
+                    dry_run: bool = False) -> tuple[Any, dict[str, Any]]:
+    """The summariser backend as a typed object, and the parameters the report records.
+    openai-only options given to the extractive backend are a usage error (``--backend
+    extractive``) or a warning (``auto`` found no server)."""
+    from .cache import default_cache_dir
+    from .secrets import redact_url
+    from .settings import OPENAI_ONLY, BackendConfig, OpenAIConfig, choose_backend_name
 
-    from .runner import input_bytes
-
-    light = settings.command in ("toolcall", "restore") and not settings.count_tokens
-    if light and input_bytes(targets) < LIGHT_PARALLEL_MIN_BYTES:
-        return 1
-    return os.cpu_count() or 1
-
-
-def _read_only_targets(inputs: tuple[str, ...]):
-    from .files import Target, expand_inputs
-
-    files = expand_inputs(list(inputs))
-    if not files:
-        raise UsageError("no input files found (directories are searched for *.json and *.jsonl)")
-    return [Target(f, None) for f in files]
+    chosen = "extractive" if dry_run else choose_backend_name(backend, base_url)
+    if chosen == "extractive" and not dry_run:
+        given = [n for n in OPENAI_ONLY if _explicit(n)]
+        if given:
+            flags = ", ".join("--" + n.replace("_", "-") for n in given)
+            if backend == "extractive":
+                raise click.UsageError(f"{flags} only apply to the openai backend; drop them or use --backend openai")
+            _emit(f"warning: {flags} ignored: no OPENAI_API_KEY, OPENAI_BASE_URL or --base-url, so the offline "
+                  "extractive summariser is used")
+    params: dict[str, Any] = {"backend": chosen}
+    if chosen != "openai":
+        return BackendConfig("extractive"), params
+    instructions = None
+    if prompt_file:
+        try:
+            with open(prompt_file, encoding="utf-8") as fh:
+                instructions = fh.read().strip() or None
+        except UnicodeDecodeError as exc:
+            raise click.UsageError(f"--prompt-file {prompt_file} is not UTF-8 text (byte {exc.start}); "
+                                   "save it as UTF-8") from None
+        except OSError as exc:
+            raise click.UsageError(f"cannot read --prompt-file {prompt_file}: {exc.strerror}") from None
+    config = OpenAIConfig(model=summary_model, base_url=base_url, temperature=temperature, timeout=timeout,
+                          retries=retries, concurrency=concurrency, instructions=instructions,
+                          summary_input_tokens=summary_input_tokens,
+                          cache_dir=None if no_cache else (cache_dir or default_cache_dir()))
+    params.update(summary_model=summary_model, base_url=redact_url(base_url), temperature=temperature,
+                  timeout=timeout, retries=retries, concurrency=concurrency, prompt_file=prompt_file,
+                  summary_input_tokens=summary_input_tokens, cache=not no_cache)
+    return BackendConfig("openai", config), params
 
 
 @click.group(context_settings=CONTEXT_SETTINGS)
@@ -169,11 +144,12 @@ def toolcall(keep: int, originals: str, encoding: str, no_tokens: bool, **io: An
     Example:
       xcompact toolcall fixtures/taubench_airline_5.jsonl --keep 4 -o out.jsonl --report report.json
     """
+    from .settings import Settings
+
     strict = io["strict"]
-    _run_command("toolcall", io,
-                 dict(keep=keep, keep_originals=originals == "keep", strict=strict,
-                      count_tokens=not no_tokens, encoding=encoding),
-                 dict(keep=keep, originals=originals, strict=strict, encoding=encoding, tokens=not no_tokens))
+    _run(Settings("toolcall", keep=keep, keep_originals=originals == "keep", strict=strict,
+                  count_tokens=not no_tokens, encoding=encoding),
+         io, dict(keep=keep, originals=originals, strict=strict, encoding=encoding, tokens=not no_tokens))
 
 
 BACKEND_KEYS = ("backend", "summary_model", "base_url", "temperature", "timeout", "retries", "concurrency",
@@ -183,34 +159,6 @@ BACKEND_KEYS = ("backend", "summary_model", "base_url", "temperature", "timeout"
 def _split_backend(kw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(backend options, the rest: io options) of a command's keyword arguments."""
     return {k: v for k, v in kw.items() if k in BACKEND_KEYS}, {k: v for k, v in kw.items() if k not in BACKEND_KEYS}
-
-
-def _backend_extra(backend: str, summary_model: str | None, base_url: str | None, temperature: float,
-                   timeout: float, retries: int, concurrency: int, prompt_file: str | None,
-                   summary_input_tokens: int | None, cache_dir: str | None, no_cache: bool,
-                   dry_run: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Settings for the summariser backend, and the parameters the report records."""
-    from .backends import choose_backend_name
-    from .cache import default_cache_dir
-
-    chosen = choose_backend_name(backend)
-    if dry_run:
-        chosen = "extractive"  # a dry run makes no model calls
-    extra: dict[str, Any] = {"backend": chosen}
-    params: dict[str, Any] = {"backend": chosen}
-    if chosen == "openai":
-        instructions = None
-        if prompt_file:
-            with open(prompt_file, encoding="utf-8") as fh:
-                instructions = fh.read().strip() or None
-        extra["openai"] = dict(model=summary_model, base_url=base_url, temperature=temperature, timeout=timeout,
-                               retries=retries, concurrency=concurrency, instructions=instructions,
-                               summary_input_tokens=summary_input_tokens,
-                               cache_dir=None if no_cache else (cache_dir or default_cache_dir()))
-        params.update(summary_model=summary_model, base_url=base_url, temperature=temperature, timeout=timeout,
-                      retries=retries, concurrency=concurrency, prompt_file=prompt_file,
-                      summary_input_tokens=summary_input_tokens, cache=not no_cache)
-    return extra, params
 
 
 @cli.command()
@@ -231,14 +179,18 @@ def summarize(keep_recent: int, max_summary_tokens: int, preserve_system: bool, 
     Example:
       xcompact summarize fixtures/swe_agent_3.jsonl --backend extractive --keep-recent 8 -o summarized.jsonl
     """
+    from .settings import Settings
+    from .tier2 import SummarizeOptions
+
     backend_kw, io = _split_backend(kw)
     strict = io["strict"]
-    extra, params = _backend_extra(**backend_kw)
-    extra.update(keep_recent=keep_recent, max_summary_tokens=max_summary_tokens, preserve_system=preserve_system,
-                 keep_originals=originals == "keep")
+    backend, params = _backend_config(**backend_kw)
+    summary = SummarizeOptions(keep_recent=keep_recent, max_summary_tokens=max_summary_tokens,
+                               preserve_system=preserve_system, keep_originals=originals == "keep")
     params.update(keep_recent=keep_recent, max_summary_tokens=max_summary_tokens, preserve_system=preserve_system,
                   originals=originals, strict=strict, encoding=encoding)
-    _run_command("summarize", io, dict(strict=strict, encoding=encoding, count_tokens=True, extra=extra), params)
+    _run(Settings("summarize", keep_originals=originals == "keep", strict=strict, encoding=encoding,
+                  summary=summary, backend=backend), io, params)
 
 
 @cli.command()
@@ -278,30 +230,39 @@ def compact(token_threshold: int | None, message_threshold: int | None, conversa
     Example:
       xcompact compact fixtures/taubench_airline_5.jsonl --token-threshold 2000 --backend extractive -o compacted.jsonl
     """
-    from .compact import resolve_threshold
+    from .compact import Policy, resolve_threshold
+    from .settings import Settings
 
     backend_kw, io = _split_backend(kw)
     if backend_kw.get("summary_model") is None:  # as nagents: the conversation's own model unless told
         backend_kw["summary_model"] = conversation_model
     strict = io["strict"]
+    if check and dry_run:
+        raise click.UsageError("--check and --dry-run cannot be used together: --check only measures, "
+                               "--dry-run runs the policy without writing")
     if check or dry_run:
         if io.get("in_place") or io.get("output"):
             raise click.UsageError("--check and --dry-run write nothing: drop -o/--in-place")
+        if io.get("resume"):
+            raise click.UsageError("--check and --dry-run write nothing to resume: drop --resume")
     try:
         token_threshold, message_threshold, source = resolve_threshold(
             token_threshold, message_threshold, conversation_model, context_window)
     except UsageError as exc:
         raise click.UsageError(str(exc)) from None
-    extra, params = _backend_extra(dry_run=dry_run, **backend_kw)
-    policy = dict(token_threshold=token_threshold, message_threshold=message_threshold, keep=keep,
+    backend, params = (None, {}) if check else _backend_config(dry_run=dry_run, **backend_kw)
+    policy = Policy(token_threshold=token_threshold, message_threshold=message_threshold, keep=keep,
+                    keep_recent=keep_recent, escalation_rounds=escalation_rounds, max_retries=max_retries,
+                    max_summary_tokens=max_summary_tokens, preserve_system=preserve_system,
+                    keep_originals=originals == "keep")
+    params.update(token_threshold=token_threshold, message_threshold=message_threshold, keep=keep,
                   keep_recent=keep_recent, escalation_rounds=escalation_rounds, max_retries=max_retries,
                   max_summary_tokens=max_summary_tokens, preserve_system=preserve_system,
-                  keep_originals=originals == "keep")
-    extra.update(policy=policy, check=check)
-    params.update(policy, threshold_source=source, model=conversation_model, context_window=context_window,
-                  check=check, dry_run=dry_run, originals=originals, strict=strict, encoding=encoding)
-    _run_command("compact", io, dict(strict=strict, encoding=encoding, count_tokens=True, extra=extra,
-                                     write_output=not (check or dry_run)), params)
+                  keep_originals=originals == "keep", threshold_source=source, model=conversation_model,
+                  context_window=context_window, check=check, dry_run=dry_run, originals=originals, strict=strict,
+                  encoding=encoding)
+    _run(Settings("compact", keep=keep, keep_originals=originals == "keep", strict=strict, encoding=encoding,
+                  write_output=not (check or dry_run), policy=policy, check=check, backend=backend), io, params)
 
 
 @cli.command()
@@ -316,9 +277,11 @@ def restore(encoding: str, no_tokens: bool, **io: Any) -> None:
     Example:
       xcompact restore out.jsonl -o restored.jsonl   (out.jsonl: see the toolcall example)
     """
+    from .settings import Settings
+
     strict = io["strict"]
-    _run_command("restore", io, dict(strict=strict, count_tokens=not no_tokens, encoding=encoding),
-                 dict(strict=strict, encoding=encoding, tokens=not no_tokens))
+    _run(Settings("restore", strict=strict, count_tokens=not no_tokens, encoding=encoding), io,
+         dict(strict=strict, encoding=encoding, tokens=not no_tokens))
 
 
 @cli.command()
@@ -337,8 +300,10 @@ def validate(**io: Any) -> None:
     Example:
       xcompact validate fixtures/taubench_airline_5.jsonl fixtures/claude_code_session.json
     """
-    _run_command("validate", io, dict(strict=io["strict"], count_tokens=False, write_output=False),
-                 dict(strict=io["strict"]))
+    from .settings import Settings
+
+    _run(Settings("validate", strict=io["strict"], count_tokens=False, write_output=False), io,
+         dict(strict=io["strict"]))
 
 
 @cli.command()

@@ -206,17 +206,17 @@ def check_conversation_size(dump: dict, policy: Policy, counter: TokenCounter) -
     return dump, status, fields
 
 
-def make_compact_transform(extra: dict[str, Any], counter: TokenCounter):
+def make_compact_transform(settings: Any, counter: TokenCounter):
     """An async transform for the pipeline, and the summary backend (None with --check)."""
-    policy = Policy(**extra["policy"])
-    if extra.get("check"):
+    policy = settings.policy or Policy()
+    if settings.check:
         def check(dump: dict, settings: Any) -> tuple[dict, Status, dict[str, Any]]:
             return check_conversation_size(dump, policy, counter)
 
         return check, None
     from .tier2 import make_backend
 
-    backend = make_backend(extra, counter)
+    backend = make_backend(settings.backend, counter, policy.max_summary_tokens)
 
     async def transform(dump: dict, settings: Any) -> tuple[dict, Status, dict[str, Any]]:
         return await compact_conversation(dump, policy, backend, counter)
@@ -224,15 +224,20 @@ def make_compact_transform(extra: dict[str, Any], counter: TokenCounter):
     return transform, backend
 
 
-def compact_dump(dump: dict, policy: Policy | None = None, backend: Backend | None = None,
+def compact_dump(dump: dict | list, policy: Policy | None = None, backend: Any = None,
                  encoding: str = "cl100k_base") -> tuple[dict, Status, dict[str, Any]]:
-    """Library entry point: the tiered policy on a dict, by default with the offline extractive
-    summariser. Returns (dump, status, details with the rounds); the input is not modified."""
+    """Library entry point: the tiered policy on a dumps() dict or a list of messages, by default
+    with the offline extractive summariser (``backend`` as for summarize_dump). Returns (dump,
+    status, details with the rounds); the input is not modified."""
     import asyncio
 
-    counter = TokenCounter(encoding)
-    if backend is None:
-        from .backends.extractive import ExtractiveBackend
+    from .conversation import normalize_record
+    from .settings import BackendConfig
+    from .tier2 import make_backend, run_and_close
 
-        backend = ExtractiveBackend(counter.text)
-    return asyncio.run(compact_conversation(dump, policy or Policy(), backend, counter))
+    policy = policy or Policy()
+    counter = TokenCounter(encoding)
+    if backend is None or isinstance(backend, (str, BackendConfig)):
+        backend = make_backend(backend, counter, policy.max_summary_tokens)
+    dump, _ = normalize_record(dump)
+    return asyncio.run(run_and_close(compact_conversation(dump, policy, backend, counter), backend))

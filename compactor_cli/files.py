@@ -1,9 +1,10 @@
-"""All reading and writing: input discovery, form detection, streaming records, atomic output.
+"""All reading: form detection, streaming records, parsing (fast, and lossless when needed).
 
 Forms: ``jsonl`` (one conversation per line, streamed line by line) and ``json`` (one document:
 a dumps() object or a bare list). ``.jsonl``/``.ndjson`` files are JSONL; ``.json`` files are
 documents (falling back to JSONL when the whole file is not one JSON value but its first line
-is); stdin and other names are sniffed the same way.
+is); stdin, FIFOs and other names are sniffed the same way, from a stream: nothing but a JSON
+document is ever read whole. Writing lives in sinks.py, the choice of paths in targets.py.
 """
 
 from __future__ import annotations
@@ -12,17 +13,13 @@ import contextlib
 import os
 import sys
 from dataclasses import dataclass
-from pathlib import Path
-from typing import IO, Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Iterator
 
 import orjson
 
 from .conversation import normalize_record
-from .errors import InvalidInputError, OutputError, UsageError
-
-STDIN = "-"
-JSONL_SUFFIXES = (".jsonl", ".ndjson")
-INPUT_SUFFIXES = (".json",) + JSONL_SUFFIXES
+from .errors import InvalidInputError
+from .targets import JSONL_SUFFIXES, STDIN
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -68,68 +65,204 @@ def parse_json(raw: bytes) -> Any:
         raise InvalidInputError(f"broken JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
 
 
-def parse_record(raw: bytes) -> tuple[dict, str]:
-    """Bytes of one record -> (normalised dump, shape)."""
-    return normalize_record(parse_json(raw))
+def parse_record(raw: bytes, exact: bool = False) -> tuple[dict, str]:
+    """Bytes of one record -> (normalised dump, shape). ``exact`` uses the lossless parser."""
+    return normalize_record(parse_exact(raw) if exact else parse_json(raw))
 
 
-def dump_bytes(obj: Any, form: str) -> bytes:
-    """Deterministic UTF-8 bytes: compact line for JSONL, 2-space indented document for JSON."""
-    if form == "jsonl":
-        return orjson.dumps(obj) + b"\n"
-    return orjson.dumps(obj, option=orjson.OPT_INDENT_2) + b"\n"
+#: orjson reads integers outside this range as floats (which it then writes with "e+").
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
 
 
-def _first_line_is_value(data: bytes) -> bool:
-    first = data.lstrip().split(b"\n", 1)[0]
+class _Exact:
+    """Python's json with hooks: integers of any size stay exact; repeated keys are noticed."""
+
+    def __init__(self) -> None:
+        self.big_ints = 0
+        self.duplicates: list[str] = []
+
+    def parse_int(self, text: str) -> int:
+        value = int(text)
+        if not _INT_MIN <= value <= _INT_MAX:
+            self.big_ints += 1
+        return value
+
+    def pairs(self, pairs: list[tuple[str, Any]]) -> dict:
+        obj = dict(pairs)
+        if len(obj) != len(pairs):
+            seen: set[str] = set()
+            for key, _ in pairs:
+                if key in seen and key not in self.duplicates:
+                    self.duplicates.append(key)
+                seen.add(key)
+        return obj
+
+    def loads(self, raw: bytes) -> Any:
+        import json
+
+        text = raw.decode("utf-8")
+        return json.loads(text[1:] if text.startswith("\ufeff") else text, parse_int=self.parse_int,
+                          object_pairs_hook=self.pairs)
+
+
+def parse_exact(raw: bytes) -> Any:
+    """The lossless parse (the slow path): integers of any size kept exactly."""
+    parse_json(raw)  # the same messages for broken input
     try:
-        return isinstance(orjson.loads(first), (dict, list))
+        return _Exact().loads(raw)
+    except RecursionError:
+        raise InvalidInputError("nests too deeply to be read exactly") from None
+
+
+def lossless_problems(raw: bytes, parsed: Any) -> tuple[bool, list[str]]:
+    """(needs the exact parser, repeated keys) of a record about to be rewritten.
+
+    The fast parse loses two things silently: integers beyond 64 bits (read as floats) and all but
+    the last value of a repeated key. Both show cheaply when the record is compared with its
+    re-serialised form (a float written with "e+"; fewer '":' pairs than the input) and are then
+    confirmed by the lossless parser. Raises InvalidInputError when the record cannot be written
+    at all (nested deeper than orjson writes)."""
+    try:
+        canon = orjson.dumps(parsed)
+    except orjson.JSONEncodeError as exc:
+        raise InvalidInputError(f"cannot be written back: {_encode_reason(exc)}") from None
+    if b"e+" not in canon and raw.count(b'":') == canon.count(b'":'):
+        return False, []
+    exact = _Exact()
+    try:
+        exact.loads(raw)
+    except (ValueError, RecursionError):
+        return False, []
+    return exact.big_ints > 0, exact.duplicates
+
+
+def _encode_reason(exc: Exception) -> str:
+    if "ecursion" in str(exc):
+        return "it nests deeper than 255 levels; flatten or remove the deep value"
+    return str(exc)
+
+
+def dump_bytes(obj: Any, form: str, exact: bool = False) -> bytes:
+    """Deterministic UTF-8 bytes: a compact line for JSONL, a 2-space indented document for JSON.
+    ``exact`` writes with Python's json, which writes integers of any size."""
+    try:
+        if exact:
+            import json
+
+            if form == "jsonl":
+                return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+            return json.dumps(obj, ensure_ascii=False, indent=2).encode() + b"\n"
+        if form == "jsonl":
+            return orjson.dumps(obj) + b"\n"
+        return orjson.dumps(obj, option=orjson.OPT_INDENT_2) + b"\n"
+    except (orjson.JSONEncodeError, RecursionError, ValueError) as exc:
+        raise InvalidInputError(f"cannot be written back: {_encode_reason(exc)}") from None
+
+
+def _is_value(line: bytes) -> bool:
+    try:
+        return isinstance(orjson.loads(line[len(_BOM):] if line.startswith(_BOM) else line), (dict, list))
     except orjson.JSONDecodeError:
         return False
 
 
+def _open_input(path: str) -> BinaryIO:
+    """A file, FIFO, device or ``/dev/fd/N`` (``<(...)``) is opened as a stream; "-" is stdin."""
+    if path == STDIN:
+        return sys.stdin.buffer
+    if os.path.isdir(path):
+        raise InvalidInputError("is a directory")
+    return open(path, "rb")
+
+
+def _first_byte(fh: BinaryIO) -> int | None:
+    """The first non-blank byte after an optional BOM, without consuming anything (a stream
+    that is not JSON, such as /dev/zero, is refused before a line of it is read)."""
+    peek = getattr(fh, "peek", None)
+    head = peek(4096) if peek is not None else b""
+    head = head[len(_BOM):] if head.startswith(_BOM) else head
+    stripped = head.lstrip()
+    return stripped[0] if stripped else None
+
+
 def iter_records(path: str, display: str | None = None, start: int = 0, start_line: int = 1) -> Iterator[Record]:
-    """Yield the records of one input, streaming JSONL line by line. Raises InvalidInputError
-    for a file-level problem (empty file) and OSError when it cannot be read. ``start`` and
-    ``start_line`` resume a JSONL file after the records a previous run finished."""
+    """Yield the records of one input, streaming JSONL line by line (files, stdin, FIFOs alike;
+    only a JSON document is read whole). Raises InvalidInputError for a file-level problem (empty
+    file, not JSON) and OSError when it cannot be read. ``start`` and ``start_line`` resume a
+    JSONL input after the records a previous run finished."""
     display = display or ("<stdin>" if path == STDIN else path)
     lower = path.lower()
-    with (open(path, "rb") if path != STDIN else contextlib.nullcontext(sys.stdin.buffer)) as fh:
+    with (contextlib.nullcontext(_open_input(path)) if path == STDIN else _open_input(path)) as fh:
         if lower.endswith(JSONL_SUFFIXES):
-            if start:
-                fh.seek(start)
             yield from _iter_jsonl(fh, display, start, start_line)
             return
-        data = fh.read()
+        first = _first_byte(fh)
+        if first is not None and first not in b"{[":
+            raise InvalidInputError(f"not JSON: the input starts with {bytes([first])!r}; expected a conversation "
+                                    "(a JSON object or list) or JSONL")
+        blank = b""  # leading blank lines stay part of the byte stream (offsets, pass-through)
+        line1 = fh.readline()
+        while line1 and not line1.strip(b" \t\r\n" + _BOM):
+            blank += line1
+            line1 = fh.readline()
+        if _is_value(line1.strip()):
+            # A document cannot hold a complete JSON value on its first line followed by more data,
+            # so that shape means JSONL (also for a .json file); a lone line is a document in .json.
+            gap = b""
+            nxt = fh.readline()
+            while nxt and not nxt.strip():
+                gap += nxt
+                nxt = fh.readline()
+            if nxt or not lower.endswith(".json"):
+                yield from _iter_jsonl(_Prepend(blank + line1 + gap + nxt, fh), display, start, start_line)
+                return
+            data = blank + line1 + gap
+        else:
+            data = blank + line1 + fh.read()
     if not data.strip():
         raise InvalidInputError("empty file: expected a conversation (JSON) or conversations (JSONL)")
-    # A document cannot hold a complete JSON value on its first line followed by more data,
-    # so that shape means JSONL (also for a .json file). A single line is JSONL except in .json.
-    several_lines = data.strip().count(b"\n") > 0
-    if (several_lines or not lower.endswith(".json")) and _first_line_is_value(data):
-        yield from _iter_jsonl_bytes(data, display, start)
-        return
     if start < len(data):
         yield Record(display, None, data, "json", len(data))
 
 
-def _iter_jsonl(fh: BinaryIO, display: str, offset: int = 0, start_line: int = 1) -> Iterator[Record]:
-    any_record = offset > 0
-    for lineno, line in enumerate(fh, start_line):
+class _Prepend:
+    """A stream that yields ``head`` (already read while sniffing) before the rest of ``fh``."""
+
+    def __init__(self, head: bytes, fh: BinaryIO) -> None:
+        self.head, self.fh = head, fh
+
+    def __iter__(self) -> Iterator[bytes]:
+        head = self.head
+        while head:
+            cut = head.find(b"\n") + 1 or len(head)
+            yield head[:cut]
+            head = head[cut:]
+        yield from self.fh
+
+    def seekable(self) -> bool:
+        return False
+
+
+def _iter_jsonl(fh: Any, display: str, start: int = 0, start_line: int = 1) -> Iterator[Record]:
+    """Lines split on b"\\n" only (a raw U+2028 inside a string is not a line end)."""
+    offset = 0
+    any_record = start > 0
+    seekable = start and hasattr(fh, "seek") and getattr(fh, "seekable", lambda: False)()
+    if seekable:
+        fh.seek(start)
+        offset = start
+    lineno = start_line if seekable else 1
+    for line in fh:
         offset += len(line)
+        if offset <= start:
+            lineno += 1
+            continue
         if line.strip():
             any_record = True
             yield Record(display, lineno, line, "jsonl", offset)
+        lineno += 1
     if not any_record:
         raise InvalidInputError("empty file: expected one conversation per line (JSONL)")
-
-
-def _iter_jsonl_bytes(data: bytes, display: str, start: int = 0) -> Iterator[Record]:
-    offset = 0
-    for lineno, line in enumerate(data.splitlines(keepends=True), 1):
-        offset += len(line)
-        if offset > start and line.strip():
-            yield Record(display, lineno, line, "jsonl", offset)
 
 
 def load_conversations(path: str) -> Iterator[LoadedConversation]:
@@ -144,179 +277,3 @@ def load_conversations(path: str) -> Iterator[LoadedConversation]:
                 yield LoadedConversation(rec.source, rec.line, None, None, str(exc))
     except InvalidInputError as exc:
         yield LoadedConversation(path, None, None, None, str(exc))
-
-
-# ---------------------------------------------------------------- inputs and outputs
-
-@dataclass(frozen=True)
-class InputFile:
-    path: str  # as opened ("-" for stdin)
-    relative: str  # name below -o DIR
-
-
-def expand_inputs(paths: list[str]) -> list[InputFile]:
-    """Files as given; directories become their ``*.json``/``*.jsonl`` files, sorted."""
-    found: list[InputFile] = []
-    for p in paths:
-        if p == STDIN:
-            found.append(InputFile(STDIN, "stdin.json"))
-        elif os.path.isdir(p):
-            base = Path(p)
-            files = sorted(f for f in base.rglob("*") if f.is_file() and f.name.lower().endswith(INPUT_SUFFIXES)
-                           and not f.name.startswith("."))
-            found.extend(InputFile(str(f), str(f.relative_to(base))) for f in files)
-        else:
-            found.append(InputFile(p, os.path.basename(p)))
-    return found
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where one input's output goes: ``None`` path means stdout."""
-
-    input: InputFile
-    path: str | None
-
-
-def plan_outputs(inputs: list[str], output: str | None, in_place: bool) -> list[Target]:
-    """Decide each input's destination, refusing anything that would overwrite an input."""
-    files = expand_inputs(inputs)
-    if not files:
-        raise UsageError("no input files found (directories are searched for *.json and *.jsonl)")
-    if in_place:
-        if output:
-            raise UsageError("--in-place and -o/--output cannot be used together")
-        if any(f.path == STDIN for f in files):
-            raise UsageError("--in-place cannot rewrite stdin; use -o FILE")
-        return [Target(f, f.path) for f in files]
-    dir_mode = output is not None and (
-        len(files) > 1 or any(os.path.isdir(p) for p in inputs) or os.path.isdir(output)
-        or output.endswith(os.sep))
-    if output is None:
-        if len(files) > 1 or any(os.path.isdir(p) for p in inputs):
-            raise UsageError("several inputs: give -o DIR for the outputs, or --in-place")
-        return [Target(files[0], None)]
-    if output == STDIN and not dir_mode:
-        return [Target(files[0], None)]
-    input_paths = {os.path.realpath(f.path) for f in files if f.path != STDIN}
-    targets: list[Target] = []
-    seen: dict[str, str] = {}
-    for f in files:
-        dest = os.path.join(output, f.relative) if dir_mode else output
-        real = os.path.realpath(dest)
-        if real in input_paths:
-            raise OutputError(f"refusing to overwrite input {f.path}: use --in-place to rewrite inputs")
-        if real in seen:
-            raise UsageError(f"{seen[real]} and {f.path} would both be written to {dest}")
-        seen[real] = f.path
-        targets.append(Target(f, dest))
-    return targets
-
-
-def _apply_mode(path: str, mode_from: str | None) -> None:
-    if mode_from and os.path.exists(mode_from):
-        os.chmod(path, os.stat(mode_from).st_mode & 0o7777)
-    else:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(path, 0o666 & ~umask)
-
-
-def partial_path(path: str) -> str:
-    """Where the output for ``path`` grows until it is complete."""
-    return os.path.join(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.xcompact-partial")
-
-
-class PartialWriter:
-    """Atomic output: written to ``.NAME.xcompact-partial`` beside ``path`` and renamed over it
-    by ``commit``. The partial file survives an interruption: ``checkpoint`` makes what was
-    written durable and returns its length, and a resumed run reopens it truncated to that
-    length (see journal.py)."""
-
-    def __init__(self, path: str, mode_from: str | None = None, resume_length: int | None = None) -> None:
-        self.path = path
-        self.mode_from = mode_from
-        directory = os.path.dirname(os.path.abspath(path))
-        os.makedirs(directory, exist_ok=True)
-        self.tmp = partial_path(path)
-        if resume_length is not None and os.path.exists(self.tmp):
-            self.fh: IO[bytes] = open(self.tmp, "r+b")
-            self.fh.truncate(resume_length)
-            self.fh.seek(resume_length)
-        else:
-            self.fh = open(self.tmp, "wb")
-
-    def write(self, data: bytes) -> None:
-        self.fh.write(data)
-
-    def checkpoint(self) -> int:
-        self.fh.flush()
-        os.fsync(self.fh.fileno())
-        return self.fh.tell()
-
-    def commit(self) -> None:
-        self.checkpoint()
-        self.fh.close()
-        _apply_mode(self.tmp, self.mode_from)
-        os.replace(self.tmp, self.path)
-
-    def abort(self, keep: bool = False) -> None:
-        """Close; remove the partial file unless it is ``keep``-t for a resumed run."""
-        if not self.fh.closed:
-            self.fh.close()
-        if not keep:
-            try:
-                os.unlink(self.tmp)
-            except FileNotFoundError:
-                pass
-
-
-class StdoutWriter:
-    """stdout as a sink; not atomic, so documents are written in one piece at the end."""
-
-    def __init__(self) -> None:
-        self.fh = sys.stdout.buffer
-
-    def write(self, data: bytes) -> None:
-        self.fh.write(data)
-
-    def checkpoint(self) -> int:
-        self.fh.flush()
-        return 0
-
-    def commit(self) -> None:
-        self.fh.flush()
-
-    def abort(self, keep: bool = False) -> None:
-        self.fh.flush()
-
-
-def _mode_from(target: Target) -> str | None:
-    """--in-place keeps the input's file mode."""
-    assert target.path is not None
-    same = target.input.path != STDIN and os.path.realpath(target.input.path) == os.path.realpath(target.path)
-    return target.input.path if same else None
-
-
-def open_sink(target: Target, resume_length: int | None = None) -> PartialWriter | StdoutWriter:
-    if target.path is None:
-        return StdoutWriter()
-    try:
-        return PartialWriter(target.path, mode_from=_mode_from(target), resume_length=resume_length)
-    except OSError as exc:
-        raise OutputError(f"cannot write {target.path}: {exc.strerror}") from None
-
-
-def finish_commit(target: Target) -> None:
-    """Complete a commit that an interruption cut between its journal entry and its rename."""
-    assert target.path is not None
-    partial = partial_path(target.path)
-    if os.path.exists(partial):
-        _apply_mode(partial, _mode_from(target))
-        os.replace(partial, target.path)
-
-
-def write_bytes_atomic(path: str, data: bytes) -> None:
-    writer = PartialWriter(path)
-    writer.write(data)
-    writer.commit()

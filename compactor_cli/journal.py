@@ -1,27 +1,35 @@
-"""Checkpoints that let an interrupted run continue where it stopped (``--resume``).
+"""Checkpoints that let an interrupted run continue where it stopped (``--resume``), and the
+proof that what it continues from is what it left.
 
-Outputs are written to deterministic partial files (``.NAME.xcompact-partial`` beside the
-target) and renamed over the target only when complete, so an interrupted run never leaves a
-half-written output. Every few seconds the partial files are flushed to disk and the journal
-records how far the run got: targets finished, and for the current one the input offset, the
-next line and the partial output's length; also the report's length and counters. A resumed
-run truncates the partial files to the checkpoint and continues from there, so its outputs
-are byte for byte those of an uninterrupted run. The journal's name hashes the command, its
-parameters and its targets: other options start afresh. A finished run leaves its journal
-marked complete, so that --resume after the end does nothing instead of running again."""
+Outputs grow in temporary files beside their targets and are renamed over them only when
+complete, so an interrupted run never leaves a half-written output. Every few seconds the
+temporary files are flushed to disk and the journal records how far the run got: targets
+finished; for the current one the input's fingerprint (size, mtime, checksum of its head), the
+input offset, the next line, the partial output's path, length and checksum, and the report's
+state when the target began; and the report's own length and checksum.
+
+A resumed run trusts none of it blindly: a partial file that is missing, shorter or changed, or
+an input that changed, makes that file start afresh (the report rolls back to where the file
+began) and the run says so. A journal that cannot be read starts the whole run afresh. The
+journal's name hashes the command, its parameters and its targets, so other options start
+afresh; a finished run's journal is marked complete, so --resume after the end does nothing."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import zlib
 from typing import Any
 
 import orjson
 
-from .files import Target, write_bytes_atomic
+from .sinks import write_bytes_atomic
+from .targets import STDIN, Target
 
 #: Seconds between checkpoints; XCOMPACT_CHECKPOINT_SECONDS overrides (more often costs fsyncs).
 CHECKPOINT_SECONDS = float(os.environ.get("XCOMPACT_CHECKPOINT_SECONDS") or 2.0)
+VERSION = 2
+HEAD_BYTES = 1 << 16
 
 
 def journal_path(command: str, parameters: dict[str, Any], targets: list[Target], report_path: str | None) -> str:
@@ -30,26 +38,64 @@ def journal_path(command: str, parameters: dict[str, Any], targets: list[Target]
     from .cache import default_cache_dir
 
     def real(p: str | None) -> str | None:
-        return os.path.realpath(p) if p and p != "-" else p
+        return os.path.realpath(p) if p and p != STDIN else p
 
     key = hashlib.sha1(orjson.dumps([command, parameters, [(real(t.input.path), real(t.path)) for t in targets],
                                      real(report_path)], option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()
     return os.path.join(default_cache_dir(), "journals", f"{key[:24]}.json")
 
 
+def fingerprint(path: str) -> dict[str, int] | None:
+    """What identifies an input's content cheaply: size, mtime and a checksum of its head."""
+    try:
+        st = os.stat(path)
+        with open(path, "rb") as fh:
+            head = fh.read(HEAD_BYTES)
+    except OSError:
+        return None
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "head_crc": zlib.crc32(head)}
+
+
+def _well_formed(state: Any) -> bool:
+    if not isinstance(state, dict) or state.get("version") != VERSION:
+        return False
+    done, cur, rep = state.get("done"), state.get("current"), state.get("report")
+    if not isinstance(done, list) or not all(isinstance(i, int) for i in done):
+        return False
+    if cur is not None and not (isinstance(cur, dict) and isinstance(cur.get("index"), int)):
+        return False
+    return rep is None or isinstance(rep, dict)
+
+
 class Journal:
-    """The resume state of one run: read at start with --resume, written at checkpoints."""
+    """The resume state of one run: read at start with --resume, written at checkpoints.
+    ``problem`` says why a journal that was asked for could not be used."""
 
     def __init__(self, path: str, resume: bool) -> None:
         self.path = path
-        self.state: dict[str, Any] = {"done": [], "current": None, "report": None}
+        self.state: dict[str, Any] = self._fresh()
+        self.resumed = False
+        self.problem: str | None = None
         if resume and os.path.exists(path):
-            with open(path, "rb") as fh:
-                self.state = orjson.loads(fh.read())
-            self.resumed = True
-        else:
-            self.resumed = False
+            try:
+                with open(path, "rb") as fh:
+                    state = orjson.loads(fh.read())
+            except (OSError, orjson.JSONDecodeError) as exc:
+                state, self.problem = None, f"its journal cannot be read ({getattr(exc, 'strerror', None) or exc})"
+            if state is not None and not _well_formed(state):
+                state, self.problem = None, "its journal is damaged"
+            if state is not None:
+                self.state, self.resumed = state, True
+        if not self.resumed:
             self.discard()
+
+    @staticmethod
+    def _fresh() -> dict[str, Any]:
+        return {"version": VERSION, "done": [], "current": None, "report": None}
+
+    def start_afresh(self) -> None:
+        self.state, self.resumed = self._fresh(), False
+        self.discard()
 
     @property
     def done(self) -> set[int]:
@@ -62,6 +108,7 @@ class Journal:
     def save(self, **changes: Any) -> None:
         self.state.update(changes)
         try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
             write_bytes_atomic(self.path, orjson.dumps(self.state))
         except OSError:
             pass  # a checkpoint that cannot be written costs --resume, never the run itself
@@ -69,5 +116,5 @@ class Journal:
     def discard(self) -> None:
         try:
             os.unlink(self.path)
-        except FileNotFoundError:
+        except OSError:
             pass

@@ -4,37 +4,30 @@ Everything here takes and returns plain data (bytes in, bytes and a report item 
 runner can drive it serially, concurrently (model calls) or from worker processes and get the
 same bytes either way. Transforms are plain functions, or coroutines for the tiers that may
 wait on a model.
+
+Bytes are exact: a record the command does not change is written as it was read, byte for
+byte; a record that is rewritten goes through the lossless parser when the fast one would lose
+a value (integers beyond 64 bits), and is refused, unchanged, when rewriting would drop one
+(a repeated key) or cannot be done (nesting deeper than 255 levels).
 """
 
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Union
 
 from .conversation import META_KEY, check_conversation, denormalize_record, estimated_message_length
-from .errors import InvalidInputError, XCompactError
-from .files import Record, dump_bytes, parse_record
+from .errors import BackendError, InvalidInputError
+from .files import Record, dump_bytes, lossless_problems, parse_record
+from .hints import hint_for
+from .settings import Settings
 from .status import Status
 from .tokens import MemoTokens, TokenCounter
-from .toolcall import DEFAULT_KEEP, reclaim_tool_results, restore_conversation
+from .toolcall import placeholder_for, reclaim_tool_results, restore_conversation
 
 #: Warnings listed per item in the report; the count is always exact.
 MAX_WARNINGS_LISTED = 20
-
-
-@dataclass
-class Settings:
-    """Parameters of one run shared by all records (picklable, for worker processes)."""
-
-    command: str
-    keep: int = DEFAULT_KEEP
-    keep_originals: bool = True
-    strict: bool = False
-    count_tokens: bool = True
-    encoding: str = "cl100k_base"
-    write_output: bool = True  # False: validate, compact --check / --dry-run
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -62,9 +55,21 @@ def op_toolcall(dump: dict, settings: Settings) -> Result:
                          "length_after": res.length_after}
 
 
+def _orphan_placeholders(dump: dict) -> int:
+    """Placeholders with no original to put back (the file was written with --originals drop)."""
+    return sum(1 for m in dump["messages"] if m.get("role") == "tool" and isinstance(m.get("tool_call_id"), str)
+               and m.get("content") == placeholder_for(m["tool_call_id"]))
+
+
 def op_restore(dump: dict, settings: Settings) -> Result:
     new, restored = restore_conversation(dump)
-    return new, Status.RESTORED, {"restored_count": restored}
+    fields: dict[str, Any] = {"restored_count": restored}
+    orphans = _orphan_placeholders(new)
+    if orphans:
+        fields["placeholders_left"] = orphans
+        fields["warning"] = (f"{orphans} placeholder{'s' if orphans != 1 else ''} without a stored original "
+                             "stay (the file was compacted with --originals drop)")
+    return new, Status.RESTORED if new is not dump else Status.NOTHING_TO_RESTORE, fields
 
 
 def op_validate(dump: dict, settings: Settings) -> Result:
@@ -86,18 +91,29 @@ def _output_shape(dump: dict, shape: str) -> str:
     return shape
 
 
-def _serialise(new: dict, shape: str, form: str) -> bytes:
+def _serialise(new: dict, shape: str, form: str, exact: bool) -> bytes:
     """Keep the input's shape; a list that now carries originals becomes an object that
     remembers it was a list, so restore can give the list back."""
     if shape == "list" and list(new.keys()) != ["messages"]:
         meta = new.get(META_KEY) if isinstance(new.get(META_KEY), dict) else {}
         new = {"messages": new["messages"], **{k: v for k, v in new.items() if k not in ("messages", META_KEY)},
                META_KEY: {**meta, "input_form": "list"}}
-    return dump_bytes(denormalize_record(new, shape), form)
+    return dump_bytes(denormalize_record(new, shape), form, exact)
 
 
-def _prepare(rec: Record, settings: Settings) -> tuple[dict, str, list[str]]:
-    dump, shape = parse_record(rec.raw)
+class _NeedsExact(Exception):
+    """The fast parse lost a value of a record that is being rewritten: redo it losslessly."""
+
+
+def _prepare(rec: Record, settings: Settings, exact: bool) -> tuple[dict, str, str, list[str]]:
+    """(dump, the shape to write, the input's shape, warnings), or InvalidInputError."""
+    try:
+        dump, shape = parse_record(rec.raw, exact)
+    except InvalidInputError as exc:
+        hint = hint_for(rec.raw, str(exc))
+        if hint:
+            raise InvalidInputError(f"{exc}; {hint}") from None
+        raise
     problems = check_conversation(dump)
     fatal = [p for p in problems if p.fatal or settings.strict]
     if fatal:
@@ -105,60 +121,99 @@ def _prepare(rec: Record, settings: Settings) -> tuple[dict, str, list[str]]:
         more = f" (+{len(fatal) - 1} more)" if len(fatal) > 1 else ""
         hint = "; run without --strict to compact it anyway" if not p.fatal else ""
         raise InvalidInputError(p.message + more + hint, p.pointer)
-    return dump, _output_shape(dump, shape), [str(p) for p in problems]
+    return dump, _output_shape(dump, shape), shape, [str(p) for p in problems]
 
 
-def _finish(rec: Record, settings: Settings, counter: TokenCounter | None, dump: dict, shape: str,
-            warnings: list[str], result: Result) -> Outcome:
+def _lossless(rec: Record, original: Any, exact: bool) -> list[str]:
+    """Before a changed record is written: the repeated keys that rewriting would collapse.
+    Raises _NeedsExact when the fast parse lost a number, InvalidInputError when the record cannot
+    be written at all."""
+    if exact:
+        return []
+    needs_exact, duplicates = lossless_problems(rec.raw, original)
+    if needs_exact:
+        raise _NeedsExact
+    return duplicates
+
+
+def _duplicates_error(duplicates: list[str]) -> InvalidInputError:
+    more = f" (and {len(duplicates) - 1} more keys)" if len(duplicates) > 1 else ""
+    return InvalidInputError(f"the key {duplicates[0]!r} appears twice in one object{more}; rewriting would drop "
+                             "one of its values: remove the duplicate and run again")
+
+
+def _finish(rec: Record, settings: Settings, counter: TokenCounter | None, dump: dict, shape: str, in_shape: str,
+            warnings: list[str], result: Result, exact: bool) -> Outcome:
     new, status, fields = result
+    changed = new is not dump
+    if "warning" in fields:
+        warnings = warnings + [fields.pop("warning")]
     item: dict[str, Any] = {"source": rec.source, "line": rec.line, "status": status.value}
     before, after = dump["messages"], new["messages"]
     item["messages_before"] = len(before)
     item["messages_after"] = len(after)
     if "length_before" not in fields:
         item["length_before"] = estimated_message_length(before)
-        item["length_after"] = estimated_message_length(after) if after is not before else item["length_before"]
+        item["length_after"] = estimated_message_length(after) if changed else item["length_before"]
     item.update(fields)
     if "tokens_before" in fields:
         pass  # the transform counted them already
     elif counter is not None:
         memo = MemoTokens(counter)
         item["tokens_before"] = memo.conversation(before)
-        item["tokens_after"] = memo.conversation(after)
+        item["tokens_after"] = memo.conversation(after) if changed else item["tokens_before"]
     else:
         item["tokens_before"] = item["tokens_after"] = None
     if warnings:
         item["warnings"] = warnings[:MAX_WARNINGS_LISTED]
         item["warning_count"] = len(warnings)
-    out = _serialise(new, shape, rec.form) if settings.write_output else None
+    out: bytes | None = None
+    if settings.write_output and changed:
+        duplicates = _lossless(rec, denormalize_record(dump, in_shape), exact)
+        if duplicates:
+            raise _duplicates_error(duplicates)
+        out = _serialise(new, shape, rec.form, exact)
+    elif settings.write_output:
+        out = rec.raw  # unchanged: the bytes as read
+    elif settings.command == "validate":  # a record xcompact could not rewrite is not VALID
+        duplicates = _lossless(rec, denormalize_record(dump, in_shape), exact)
+        if duplicates:
+            warnings = warnings + [str(_duplicates_error(duplicates)).replace("; rewriting", ": rewriting")]
+            item["warnings"] = warnings[:MAX_WARNINGS_LISTED]
+            item["warning_count"] = len(warnings)
     return Outcome(out, item, warnings, fields.get("error") if status.failed else None)
 
 
-def _failed(rec: Record, exc: XCompactError, warnings: list[str]) -> Outcome:
+def _failed(rec: Record, exc: Exception, warnings: list[str]) -> Outcome:
     item = {"source": rec.source, "line": rec.line, "status": Status.INVALID_INPUT.value, "error": str(exc)}
     return Outcome(rec.raw, item, warnings, str(exc))
 
 
-def process_record(rec: Record, transform: Transform, settings: Settings, counter: TokenCounter | None) -> Outcome:
+def process_record(rec: Record, transform: Transform, settings: Settings, counter: TokenCounter | None,
+                   exact: bool = False) -> Outcome:
     """Parse, check, transform and measure one record. A failed record is passed through
     byte for byte (``out`` is the raw input) so nothing is lost and JSONL lines stay aligned."""
     try:
-        dump, shape, warnings = _prepare(rec, settings)
+        dump, shape, in_shape, warnings = _prepare(rec, settings, exact)
         result = transform(dump, settings)
         assert not inspect.isawaitable(result), "use process_record_async for coroutine transforms"
-        return _finish(rec, settings, counter, dump, shape, warnings, result)  # type: ignore[arg-type]
-    except XCompactError as exc:
+        return _finish(rec, settings, counter, dump, shape, in_shape, warnings, result, exact)  # type: ignore[arg-type]
+    except _NeedsExact:
+        return process_record(rec, transform, settings, counter, exact=True)
+    except (InvalidInputError, BackendError) as exc:
         return _failed(rec, exc, [])
 
 
 async def process_record_async(rec: Record, transform: Transform, settings: Settings,
-                               counter: TokenCounter | None) -> Outcome:
+                               counter: TokenCounter | None, exact: bool = False) -> Outcome:
     """process_record for transforms that await a model."""
     try:
-        dump, shape, warnings = _prepare(rec, settings)
+        dump, shape, in_shape, warnings = _prepare(rec, settings, exact)
         result = transform(dump, settings)
         if inspect.isawaitable(result):
             result = await result
-        return _finish(rec, settings, counter, dump, shape, warnings, result)  # type: ignore[arg-type]
-    except XCompactError as exc:
+        return _finish(rec, settings, counter, dump, shape, in_shape, warnings, result, exact)  # type: ignore[arg-type]
+    except _NeedsExact:
+        return await process_record_async(rec, transform, settings, counter, exact=True)
+    except (InvalidInputError, BackendError) as exc:
         return _failed(rec, exc, [])

@@ -14,13 +14,19 @@ from typing import Any
 import orjson
 
 from . import __version__
-from .files import PartialWriter
+from .errors import OutputError
+from .sinks import AtomicFile, StreamFile, lock_output, open_sink
 from .status import Status
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # some conversation or file failed (or --check / validate found a problem)
 EXIT_USAGE = 2  # bad options or arguments; nothing was processed
 EXIT_INTERRUPTED = 130
+EXIT_STDOUT_CLOSED = 141  # a reader closed our stdout (| head): stop quietly, as SIGPIPE would
+
+
+class ReportError(OutputError):
+    """The report file cannot be written (full disk, I/O error): the run stops, saying so."""
 
 
 @dataclass
@@ -46,7 +52,8 @@ class Report:
     check_failed: bool = False
     notes: list[str] = field(default_factory=list)
     resume_state: dict[str, Any] | None = None
-    _writer: PartialWriter | None = None
+    _writer: AtomicFile | StreamFile | None = None
+    _lock: Any = None
     _first_item: bool = True
 
     #: What a checkpoint saves, so a resumed run ends with the same totals.
@@ -59,12 +66,45 @@ class Report:
         if state:
             for name in self._STATE:
                 setattr(self, name, Counter(state[name]) if name == "statuses" else state[name])
-        if self.report_path:
-            self._writer = PartialWriter(self.report_path, resume_length=state["length"] if state else None)
-            if not state:
-                head = {"tool": "xcompact", "version": __version__, "command": self.command,
-                        "parameters": self.parameters}
-                self._writer.write(orjson.dumps(head)[:-1] + b',"items":[\n')
+        if not self.report_path:
+            return
+        try:
+            self._lock = lock_output(None if self.report_path == "-" else self.report_path)
+            self._writer = open_sink(None if self.report_path == "-" else self.report_path,
+                                     partial=state.get("partial") if state else None,
+                                     resume_length=state["length"] if state else 0,
+                                     resume_crc=state.get("crc", 0) if state else 0)
+        except OutputError:
+            self._release()
+            raise
+        if not state:
+            head = {"tool": "xcompact", "version": __version__, "command": self.command,
+                    "parameters": self.parameters}
+            self._write(orjson.dumps(head)[:-1] + b',"items":[\n')
+
+    def _write(self, data: bytes) -> None:
+        assert self._writer is not None
+        try:
+            self._writer.write(data)
+        except OSError as exc:
+            raise ReportError(f"cannot write the report {self.report_path}: {exc.strerror or exc}") from None
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def rollback(self, state: dict[str, Any]) -> None:
+        """Back to an earlier checkpoint of this run (a file that starts afresh on --resume)."""
+        for name in self._STATE:
+            setattr(self, name, Counter(state[name]) if name == "statuses" else state[name])
+        if isinstance(self._writer, AtomicFile):
+            self._writer.rewind(state["length"], state["crc"])
+
+    @property
+    def resumable(self) -> bool:
+        """Only a report in a regular file can be continued by --resume."""
+        return self._writer is None or isinstance(self._writer, AtomicFile)
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -74,7 +114,13 @@ class Report:
         """Flush the report file; return the state a resumed run starts from."""
         state = {name: (dict(getattr(self, name)) if name == "statuses" else getattr(self, name)) for name in self._STATE}
         state["notes"] = list(self.notes)
-        state["length"] = self._writer.checkpoint() if self._writer is not None else 0
+        state["length"], state["crc"], state["partial"] = 0, 0, None
+        if self._writer is not None:
+            try:
+                state["length"], state["crc"] = self._writer.checkpoint()
+            except OSError as exc:
+                raise ReportError(f"cannot write the report {self.report_path}: {exc.strerror or exc}") from None
+            state["partial"] = getattr(self._writer, "tmp", None)
         return state
 
     @property
@@ -88,7 +134,7 @@ class Report:
         self.statuses[status] += 1
         if status == Status.OVER_THRESHOLD.value:
             self.check_failed = True
-        self.warnings += len(item.get("warnings") or ())
+        self.warnings += item.get("warning_count") or len(item.get("warnings") or ())
         if status not in (Status.INVALID_INPUT.value,):
             self.reclaimed_count += item.get("reclaimed_count") or 0
             if item.get("reclaimed_fraction") is not None:
@@ -110,7 +156,7 @@ class Report:
     def _write_item(self, item: dict[str, Any]) -> None:
         if self._writer is None:
             return
-        self._writer.write((b"" if self._first_item else b",\n") + orjson.dumps(item))
+        self._write((b"" if self._first_item else b",\n") + orjson.dumps(item))
         self._first_item = False
 
     @property
@@ -146,14 +192,23 @@ class Report:
         if self._writer is None:
             return
         tail = b"\n]," + orjson.dumps({"totals": self.totals(), "exit_code": self.exit_code})[1:] + b"\n"
-        self._writer.write(tail)
-        self._writer.commit()
+        self._write(tail)
+        try:
+            self._writer.commit()
+        except OSError as exc:
+            self.abort()
+            raise ReportError(f"cannot write the report {self.report_path}: {exc.strerror or exc}") from None
         self._writer = None
+        self._release()
 
     def abort(self, keep: bool = False) -> None:
         if self._writer is not None:
-            self._writer.abort(keep=keep)
+            try:
+                self._writer.abort(keep=keep)
+            except OSError:
+                pass
             self._writer = None
+        self._release()
 
     @property
     def exit_code(self) -> int:

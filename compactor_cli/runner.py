@@ -1,37 +1,37 @@
-"""Drive an operation over every record of every input: route outputs, report, checkpoint,
-never stop the batch for one bad record or file. No click here: the CLI passes ``emit`` for
-stderr lines and a progress factory.
-
-Three ways to map records to outcomes, all yielding in input order so output bytes never
-depend on them: in this process; in ``jobs`` worker processes (CPU-bound work, batches of
-records, a bounded window in flight, so memory stays flat); as asyncio tasks in a bounded
-window (model calls)."""
+"""A run, from plan to exit code: check the paths, build the transform (every option problem
+is found here, before any work), open the journal and the report, drive every record of every
+input, checkpoint, handle signals and a closed stdout, and never stop the batch for one bad
+record or file. No click here: the CLI passes ``emit`` for stderr lines and a progress factory.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import os
+import signal
+import sys
 import time
-from collections import deque
-from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any, Callable, Iterable, Iterator, Protocol
+from typing import Any, Callable, Protocol
 
-from .errors import InvalidInputError, OutputError
-from .files import STDIN, Record, Target, finish_commit, iter_records, open_sink
-from .journal import CHECKPOINT_SECONDS, Journal
-from .pipeline import OPERATIONS, Outcome, Settings, Transform, process_record, process_record_async
-from .report import Report
-from .tokens import TokenCounter
+from .errors import InvalidInputError, OutputError, UsageError
+from .files import Record, iter_records
+from .journal import CHECKPOINT_SECONDS, Journal, fingerprint, journal_path
+from .parallel import (MODEL_COMMANDS, AsyncOutcomes, Outcomes, ParallelOutcomes, make_counter, make_transform,
+                       serial_outcomes)
+from .pipeline import Outcome
+from .report import EXIT_INTERRUPTED, EXIT_OK, EXIT_STDOUT_CLOSED, Report, ReportError
+from .settings import RunIO, Settings
+from .sinks import AtomicFile, file_crc, lock_output, open_sink, remove_partial, verify_partial
+from .targets import STDIN, Target, is_regular_input, plan_run
 
 Emit = Callable[[str], None]
-Outcomes = Callable[[Iterable[Record]], Iterator[tuple[Record, Outcome]]]
-#: Warning lines printed per run; the rest are counted in the summary and listed in --report.
+#: Warning and error lines printed per run; the rest are counted in the summary and listed in --report.
 MAX_WARNING_LINES = 20
-MODEL_COMMANDS = ("summarize", "compact")
+MAX_ERROR_LINES = 20
 #: Inputs smaller than this in total are processed in this process: a pool costs more.
 PARALLEL_MIN_BYTES = 4 * 2**20
-BATCH_BYTES = 2 * 2**20
-BATCH_RECORDS = 512
+#: --no-tokens toolcall/restore cost little CPU per record: below this much input a worker
+#: pool costs more than it saves (bench/README.md: slower at 100 MB, 1.5x faster at 500 MB).
+LIGHT_PARALLEL_MIN_BYTES = 256 * 2**20
 
 
 class Progress(Protocol):
@@ -39,192 +39,185 @@ class Progress(Protocol):
     def close(self) -> None: ...
 
 
-def make_counter(settings: Settings, emit: Emit) -> TokenCounter | None:
-    if not settings.count_tokens and settings.command not in MODEL_COMMANDS:
-        return None
-    counter = TokenCounter(settings.encoding)
-    if not counter.exact:
-        emit(f"warning: the {settings.encoding} vocabulary is not available offline; token counts use the "
-             "bundled cl100k_base and are approximate (put the file in TIKTOKEN_CACHE_DIR for exact counts)")
-    return counter
+class StdoutClosed(Exception):
+    """The reader of our stdout went away (``| head``): stop quietly."""
 
-
-def make_transform(settings: Settings, counter: TokenCounter | None) -> tuple[Transform, Any]:
-    """The record transform for the command, and its summary backend (or None)."""
-    if settings.command == "compact":
-        from .compact import make_compact_transform
-
-        assert counter is not None
-        return make_compact_transform(settings.extra, counter)
-    if settings.command == "summarize":
-        from .tier2 import make_summarize_transform
-
-        assert counter is not None
-        return make_summarize_transform(settings.extra, counter)
-    return OPERATIONS[settings.command], None
-
-
-# ---------------------------------------------------------------- worker processes
-
-_worker: dict[str, Any] = {}
-
-
-def _init_worker(settings: Settings) -> None:
-    counter = TokenCounter(settings.encoding) if (settings.count_tokens or settings.command in MODEL_COMMANDS) else None
-    transform, backend = make_transform(settings, counter)
-    _worker.update(settings=settings, counter=counter, transform=transform, loop=asyncio.new_event_loop())
-
-
-def _work_batch(batch: list[Record]) -> list[Outcome]:
-    s, counter, transform, loop = _worker["settings"], _worker["counter"], _worker["transform"], _worker["loop"]
-    if s.command in MODEL_COMMANDS:
-        return [loop.run_until_complete(process_record_async(r, transform, s, counter)) for r in batch]
-    return [process_record(r, transform, s, counter) for r in batch]
-
-
-def _batches(records: Iterable[Record]) -> Iterator[list[Record]]:
-    batch: list[Record] = []
-    size = 0
-    for rec in records:
-        batch.append(rec)
-        size += len(rec.raw)
-        if size >= BATCH_BYTES or len(batch) >= BATCH_RECORDS:
-            yield batch
-            batch, size = [], 0
-    if batch:
-        yield batch
-
-
-class ParallelOutcomes:
-    """Batches of records through a process pool, at most ``2 x jobs`` batches in flight."""
-
-    def __init__(self, settings: Settings, jobs: int) -> None:
-        import multiprocessing
-
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method),
-                                        initializer=_init_worker, initargs=(settings,))
-        self.window = 2 * jobs
-
-    def __call__(self, records: Iterable[Record]) -> Iterator[tuple[Record, Outcome]]:
-        pending: deque[tuple[list[Record], Future]] = deque()
-        for batch in _batches(records):
-            pending.append((batch, self.pool.submit(_work_batch, batch)))
-            while len(pending) >= self.window:
-                done_batch, fut = pending.popleft()
-                yield from zip(done_batch, fut.result())
-        while pending:
-            done_batch, fut = pending.popleft()
-            yield from zip(done_batch, fut.result())
-
-    def close(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=True)
-
-
-# ---------------------------------------------------------------- model calls
-
-class AsyncOutcomes:
-    """``process_record_async`` over records with at most ``window`` in flight, in order.
-    One event loop serves the whole run."""
-
-    def __init__(self, transform: Transform, settings: Settings, counter: TokenCounter | None, window: int) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.transform, self.settings, self.counter = transform, settings, counter
-        self.window = max(1, window)
-
-    def __call__(self, records: Iterable[Record]) -> Iterator[tuple[Record, Outcome]]:
-        pending: deque = deque()
-        try:
-            for rec in records:
-                pending.append((rec, self.loop.create_task(
-                    process_record_async(rec, self.transform, self.settings, self.counter))))
-                while len(pending) >= self.window:
-                    r, task = pending.popleft()
-                    yield r, self.loop.run_until_complete(task)
-            while pending:
-                r, task = pending.popleft()
-                yield r, self.loop.run_until_complete(task)
-        finally:
-            for _, task in pending:
-                task.cancel()
-            if pending:
-                self.loop.run_until_complete(asyncio.gather(*(t for _, t in pending), return_exceptions=True))
-
-    def close(self, backend: Any) -> None:
-        if backend is not None and hasattr(backend, "aclose"):
-            self.loop.run_until_complete(backend.aclose())
-        self.loop.close()
-
-
-# ---------------------------------------------------------------- the run
 
 def input_bytes(targets: list[Target]) -> int:
     total = 0
     for t in targets:
-        try:
-            total += os.path.getsize(t.input.path) if t.input.path != STDIN else 0
-        except OSError:
-            pass
+        if t.input.path != STDIN and is_regular_input(t.input.path):
+            total += os.path.getsize(t.input.path)
     return total
 
 
-def run(targets: list[Target], settings: Settings, report: Report, emit: Emit, quiet: bool = False,
-        progress: Callable[[int, str], Progress] | None = None, jobs: int = 1, journal: Journal | None = None) -> None:
-    """Process every target; results and problems go to ``report`` and ``emit``."""
-    counter = make_counter(settings, emit)
+def auto_jobs(settings: Settings, targets: list[Target]) -> int:
+    """-j 0: all cores, except light work on inputs too small to repay a pool."""
+    light = settings.command in ("toolcall", "restore") and not settings.count_tokens
+    if light and input_bytes(targets) < LIGHT_PARALLEL_MIN_BYTES:
+        return 1
+    return os.cpu_count() or 1
+
+
+def _open_journal(settings: Settings, io: RunIO, targets: list[Target], emit: Emit) -> Journal | None:
+    journaled = settings.write_output and all(t.path is not None and t.input.path != STDIN for t in targets) \
+        and io.report_path != STDIN
+    if not journaled:
+        if io.resume:
+            raise UsageError("--resume needs outputs in files (-o or --in-place), inputs in files and the report "
+                             "in a file, not stdin or stdout")
+        return None
+    path = journal_path(settings.command, io.parameters, targets, io.report_path)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    except OSError as exc:
+        if io.resume:
+            raise UsageError(f"cannot read the journal in {os.path.dirname(path)}: {exc.strerror}") from None
+        emit(f"warning: cannot keep checkpoints in {os.path.dirname(path)} ({exc.strerror}); "
+             "this run cannot be resumed (set XDG_CACHE_HOME)")
+        return None
+    journal = Journal(path, resume=io.resume)
+    if journal.problem:
+        emit(f"warning: cannot resume: {journal.problem}; starting the run afresh")
+    return journal
+
+
+def _check_report_partial(journal: Journal, io: RunIO, emit: Emit) -> None:
+    """A resumed report must be the one this run wrote; else the run starts afresh (refused when
+    inputs were already rewritten in place, since running them again would compact them twice)."""
+    state = journal.state.get("report")
+    if not journal.resumed or not io.report_path or not state:
+        return
+    problem = verify_partial(state.get("partial"), state.get("length"), state.get("crc"), io.report_path)
+    if problem is None:
+        return
+    problem = problem.replace("its partial output", "the partial report")
+    if io.in_place and journal.state["done"]:
+        raise UsageError(f"cannot resume: {problem}, and {len(journal.state['done'])} inputs were already "
+                         "rewritten in place; run without --resume on the inputs not yet done")
+    emit(f"warning: cannot resume: {problem}; starting the run afresh")
+    remove_partial(state.get("partial"), io.report_path)
+    journal.start_afresh()
+
+
+def run_command(settings: Settings, io: RunIO, emit: Emit,
+                progress: Callable[[int, str], Progress] | None = None) -> int:
+    """Run a command over its inputs; return the exit code. Raises UsageError before any work
+    for options that do not fit, ReportError when the report cannot be written."""
+    plan = plan_run(list(io.inputs), io.output, io.in_place, io.report_path, settings.write_output)
+    counter = make_counter(settings)
+    transform, backend = make_transform(settings, counter)  # option problems surface here, before any work
+    journal = _open_journal(settings, io, plan.targets, emit)
+    if journal is not None and journal.resumed and journal.state.get("complete"):
+        if not io.quiet:  # resuming a finished run must not run it again: --in-place it would compact its output
+            emit("nothing to resume: this run already finished (run without --resume to start again)")
+        return EXIT_OK
+    if journal is not None:
+        _check_report_partial(journal, io, emit)
+    resumed = journal is not None and journal.resumed
+    report = Report(command=settings.command, parameters=io.parameters, report_path=io.report_path,
+                    resume_state=journal.state.get("report") if resumed and journal else None)
     if counter is not None and not counter.exact:
+        message = (f"the {settings.encoding} vocabulary is not available offline; token counts use the bundled "
+                   "cl100k_base and are approximate (put the file in TIKTOKEN_CACHE_DIR for exact counts)")
+        emit(f"warning: {message}")
         report.note(f"token counts approximate: {settings.encoding} unavailable, cl100k_base used")
-    transform, backend = make_transform(settings, counter)
     if backend is not None:
         report.note(f"backend: {backend.name}" + (f", model {backend.model}" if backend.model else ""))
+    outcomes, closer = _outcomes(settings, io, plan.targets, transform, backend, counter)
+
+    def _terminate(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        _Batch(settings, report, emit, io.quiet, progress, outcomes, journal).run(plan.targets)
+        closer()
+        report.close()
+    except KeyboardInterrupt:
+        _quiet_close(closer)
+        report.abort(keep=journal is not None)
+        hint = "; run the same command with --resume to continue" if journal is not None else ""
+        emit(f"interrupted: no output was left half-written{hint}")
+        return EXIT_INTERRUPTED
+    except StdoutClosed:
+        _quiet_close(closer)
+        report.abort()
+        _silence_stdout()
+        return EXIT_STDOUT_CLOSED
+    except BaseException:
+        _quiet_close(closer)
+        report.abort(keep=journal is not None)
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if journal is not None:
+        journal.save(complete=True, current=None)
+    for text in getattr(backend, "warnings", ()):  # e.g. a summary cache that could not be used
+        emit(f"warning: {text}")
+    if not io.quiet:
+        emit(report.summary())
+    return report.exit_code
+
+
+def _quiet_close(closer: Callable[[], None]) -> None:
+    try:
+        closer()
+    except BaseException:
+        pass
+
+
+def _silence_stdout() -> None:
+    """After a reader closed stdout, the interpreter's final flush must not complain."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _outcomes(settings: Settings, io: RunIO, targets: list[Target], transform: Any, backend: Any,
+              counter: Any) -> tuple[Outcomes, Callable[[], None]]:
     is_openai = backend is not None and backend.name == "openai"
-    closer: Callable[[], None] = lambda: None  # noqa: E731
-    outcomes: Outcomes
+    jobs = io.jobs or auto_jobs(settings, targets)
     if not is_openai and jobs > 1 and input_bytes(targets) >= PARALLEL_MIN_BYTES:
         parallel = ParallelOutcomes(settings, jobs)
-        outcomes, closer = parallel, parallel.close
-    elif settings.command in MODEL_COMMANDS:  # model calls: a bounded window of tasks in flight
-        window = 2 * int(settings.extra.get("openai", {}).get("concurrency", 1)) if is_openai else 1
-        async_map = AsyncOutcomes(transform, settings, counter, window)
-        outcomes = async_map
-        closer = lambda: async_map.close(backend)  # noqa: E731
-    else:
-        def outcomes(records: Iterable[Record]) -> Iterator[tuple[Record, Outcome]]:
-            return ((rec, process_record(rec, transform, settings, counter)) for rec in records)
-    try:
-        _Batch(settings, report, emit, quiet, progress, outcomes, journal).run(targets)
-    finally:
-        closer()
+        return parallel, parallel.close
+    if settings.command in MODEL_COMMANDS:  # model calls: a bounded window of tasks in flight
+        concurrency = settings.backend.openai.concurrency if is_openai and settings.backend and \
+            settings.backend.openai else 1
+        async_map = AsyncOutcomes(transform, settings, counter, 2 * concurrency if is_openai else 1)
+        return async_map, lambda: async_map.close(backend)
+    return serial_outcomes(transform, settings, counter), lambda: None
 
 
 class _Batch:
-    """The loop over targets: sinks, checkpoints, errors, warnings."""
+    """The loop over targets: locks, sinks, checkpoints, errors, warnings."""
 
     def __init__(self, settings: Settings, report: Report, emit: Emit, quiet: bool,
                  progress: Callable[[int, str], Progress] | None, outcomes: Outcomes, journal: Journal | None) -> None:
         self.settings, self.report, self.emit, self.quiet = settings, report, emit, quiet
         self.progress, self.outcomes, self.journal = progress, outcomes, journal
-        self.warned = 0
+        self.warned = self.errored = 0
         self.committed: set[int] = journal.done if journal else set()
 
     def run(self, targets: list[Target]) -> None:
-        if self.journal is not None:
-            cur = self.journal.state.get("current")
-            if cur and cur.get("committing"):  # cut between the journal entry and the rename
-                finish_commit(targets[cur["index"]])
-                self.committed.add(cur["index"])
-                self.journal.state["current"] = None
         for index, target in enumerate(targets):
             if index not in self.committed:
                 self.run_target(index, target)
 
-    def _save(self, current: dict[str, Any] | None) -> None:
-        assert self.journal is not None
-        self.journal.save(done=sorted(self.committed), current=current, report=self.report.checkpoint())
+    # ---------------------------------------------------------------- messages
+
+    def _error_line(self, where: str, message: str) -> None:
+        self.errored += 1
+        if self.errored <= MAX_ERROR_LINES:
+            self.emit(f"error: {where}: {message}")
+        elif self.errored == MAX_ERROR_LINES + 1:
+            self.emit("error: more records failed; the summary counts them, --report lists them")
 
     def _warn(self, rec: Record, outcome: Outcome) -> None:
         if outcome.error:
-            self.emit(f"error: {rec.where}: {outcome.error}")
+            self._error_line(rec.where, outcome.error)
         elif outcome.warnings and not self.quiet:
             self.warned += 1
             if self.warned <= MAX_WARNING_LINES:
@@ -235,31 +228,98 @@ class _Batch:
 
     def _file_error(self, display: str, message: str) -> None:
         self.report.add_file_error(display, message)
-        self.emit(f"error: {display}: {message}")
+        self._error_line(display, message)
 
-    def _checkpoint(self, index: int, sink: Any, offset: int, line: int | None) -> None:
-        length = sink.checkpoint() if sink is not None else None
-        self._save({"index": index, "input_offset": offset, "line": line, "output_length": length})
+    # ---------------------------------------------------------------- checkpoints
+
+    def _save(self, current: dict[str, Any] | None) -> None:
+        assert self.journal is not None
+        self.journal.save(done=sorted(self.committed), current=current, report=self.report.checkpoint())
+
+    def _resume_point(self, index: int, target: Target, display: str) -> dict[str, Any] | None:
+        """The verified checkpoint to continue ``target`` from, or None to start it afresh (the
+        report goes back to where the target began)."""
+        cur = self.journal.current(index) if self.journal and self.journal.resumed else None
+        if cur is None:
+            return None
+        if cur.get("committing"):  # cut between the journal entry and the rename
+            partial, length, crc = cur.get("partial"), cur.get("output_length"), cur.get("output_crc")
+            if target.path and verify_partial(partial, length, crc, target.path) is None:
+                if os.path.exists(target.input.path) and \
+                        os.path.realpath(target.input.path) == os.path.realpath(target.path):
+                    os.chmod(partial, os.stat(target.input.path).st_mode & 0o7777)  # --in-place keeps the mode
+                os.replace(partial, os.path.realpath(target.path))
+                return {"finished": True}
+            if target.path and file_crc(target.path) == (length, crc):
+                return {"finished": True}  # the rename had happened
+            problem = "its output was not finished when the run stopped"
+        elif cur.get("input") != fingerprint(target.input.path):
+            problem = "the input changed since the checkpoint"
+        else:
+            problem = verify_partial(cur.get("partial"), cur.get("output_length"), cur.get("output_crc"),
+                                     target.path or "")
+            if problem is None:
+                return cur
+        if not isinstance(cur.get("report_start"), dict):
+            raise UsageError("cannot resume: the journal is damaged; run again without --resume")
+        self.emit(f"warning: {display}: cannot resume it ({problem}); starting it afresh")
+        remove_partial(cur.get("partial"), target.path or "")
+        self.report.rollback(cur["report_start"])
+        return {"report_start": cur["report_start"]}
+
+    # ---------------------------------------------------------------- one input
 
     def run_target(self, index: int, target: Target) -> None:
         src = target.input.path
         display = "<stdin>" if src == STDIN else src
-        cur = self.journal.current(index) if self.journal else None
-        if cur is None:  # a resumed target was counted before the interruption
+        cur = self._resume_point(index, target, display)
+        if cur and cur.get("finished"):
+            self.committed.add(index)
+            return
+        if cur is None:
             self.report.files += 1
-        if src != STDIN and not os.path.isfile(src):
+        report_start = cur["report_start"] if cur else (self.report.checkpoint() if self.journal else None)
+        resume = cur if cur and "input_offset" in cur else None
+        if src != STDIN and not os.path.exists(src):
             self._file_error(display, "no such file")
             return
-        start, start_line = (cur["input_offset"], cur["line"] or 1) if cur else (0, 1)
-        journaled = self.journal is not None and target.path is not None
-        bar = self.progress(os.path.getsize(src) if src != STDIN else 0, os.path.basename(display)) \
-            if self.progress else None
-        if bar is not None and start:
-            bar.update(start)
-        sink = None
+        if os.path.isdir(src):
+            self._file_error(display, "is a directory")
+            return
         try:
-            if cur and cur.get("output_length") is not None:
-                sink = open_sink(target, resume_length=cur["output_length"])
+            lock = lock_output(target.path) if self.settings.write_output else None
+        except OutputError as exc:
+            self._file_error(display, str(exc))
+            return
+        try:
+            self._run_locked(index, target, display, resume, report_start)
+        finally:
+            if lock is not None:
+                lock.release()
+
+    def _run_locked(self, index: int, target: Target, display: str, resume: dict[str, Any] | None,
+                    report_start: dict[str, Any] | None) -> None:
+        src = target.input.path
+        journaled = self.journal is not None
+        start, start_line = (resume["input_offset"], resume["line"] or 1) if resume else (0, 1)
+        bar = None
+        if self.progress:
+            bar = self.progress(os.path.getsize(src) if is_regular_input(src) else 0, os.path.basename(display))
+            if start:
+                bar.update(start)
+        sink = None
+        in_place = target.path is not None and src != STDIN and os.path.exists(src) and \
+            os.path.realpath(src) == os.path.realpath(target.path)
+        fp = fingerprint(src) if journaled else None
+        try:
+            if self.settings.write_output:
+                sink = open_sink(target.path, mode_from=src if in_place else None,
+                                 partial=resume["partial"] if resume else None,
+                                 resume_length=resume["output_length"] if resume else 0,
+                                 resume_crc=resume["output_crc"] if resume else 0)
+                if journaled and resume is None and isinstance(sink, AtomicFile):  # name the partial at once
+                    self._save({"index": index, "input": fp, "input_offset": 0, "line": 1, "partial": sink.tmp,
+                                "output_length": 0, "output_crc": 0, "report_start": report_start})
             records = iter_records(src, display, start, start_line)
             pending_doc: bytes | None = None
             last = time.monotonic()
@@ -268,26 +328,38 @@ class _Batch:
                 self._warn(rec, outcome)
                 if bar is not None:
                     bar.update(len(rec.raw))
-                if self.settings.write_output and outcome.out is not None:
-                    if sink is None:
-                        sink = open_sink(target)
+                if sink is not None and outcome.out is not None:
                     if rec.form == "json":
                         pending_doc = outcome.out
                     else:
                         sink.write(outcome.out)
                 if journaled and rec.form == "jsonl" and time.monotonic() - last >= CHECKPOINT_SECONDS:
-                    self._checkpoint(index, sink, rec.end, (rec.line or 0) + 1)
+                    length, crc = sink.checkpoint() if sink is not None else (None, None)
+                    self._save({"index": index, "input": fp, "input_offset": rec.end, "line": (rec.line or 0) + 1,
+                                "partial": getattr(sink, "tmp", None), "output_length": length, "output_crc": crc,
+                                "report_start": report_start})
                     last = time.monotonic()
             if sink is not None:
                 if pending_doc is not None:
                     sink.write(pending_doc)
-                if journaled:
-                    sink.checkpoint()
-                    self._save({"index": index, "committing": True})
+                if journaled and isinstance(sink, AtomicFile):
+                    length, crc = sink.checkpoint()
+                    self._save({"index": index, "committing": True, "partial": sink.tmp, "output_length": length,
+                                "output_crc": crc, "report_start": report_start})
                 sink.commit()
             if journaled:
                 self.committed.add(index)
-        except InvalidInputError as exc:
+        except BrokenPipeError:
+            if sink is not None:
+                sink.abort()
+            if target.path is None:
+                raise StdoutClosed from None
+            self._file_error(display, f"cannot write {target.path}: its reader went away (broken pipe)")
+        except ReportError:
+            if sink is not None:
+                sink.abort(keep=journaled)
+            raise
+        except (InvalidInputError, OutputError) as exc:
             if sink is not None:
                 sink.abort()
             self._file_error(display, str(exc))
@@ -295,8 +367,6 @@ class _Batch:
             if sink is not None:
                 sink.abort()
             self._file_error(display, f"cannot read or write: {exc.strerror or exc}")
-        except OutputError as exc:
-            self._file_error(display, str(exc))
         except BaseException:
             if sink is not None:
                 sink.abort(keep=journaled)  # interrupted: the partial output waits for --resume

@@ -16,6 +16,7 @@ class Status(str, Enum):
     STILL_OVER = "STILL_OVER"  # compact: every round spent and still over the threshold
     OVER_THRESHOLD = "OVER_THRESHOLD"  # compact --check: over the threshold (nothing written)
     RESTORED = "RESTORED"  # restore: originals put back
+    NOTHING_TO_RESTORE = "NOTHING_TO_RESTORE"  # restore: nothing stored to put back; written unchanged
     VALID = "VALID"  # validate: schema and structure hold
     INVALID_INPUT = "INVALID_INPUT"  # not a conversation xcompact accepts; written unchanged
 

@@ -12,8 +12,9 @@ from typing import Any
 
 from .backends import Backend, SummaryRequest
 from .conversation import content_text
-from .errors import BackendError
+from .errors import BackendError, UsageError
 from .sections import canonical_summary
+from .settings import BackendConfig
 from .status import Status
 from .summarize import (DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS, build_summarised, choose_cut_point,
                         validate_replacement)
@@ -74,29 +75,33 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
     return new, Status.SUMMARIZED, fields
 
 
-def make_backend(settings_extra: dict[str, Any], counter: TokenCounter) -> Backend:
-    """The backend named by ``--backend`` (``auto``: openai when its environment is set)."""
-    from .backends import choose_backend_name
+def make_backend(config: Any, counter: TokenCounter, max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS) -> Backend:
+    """The backend a ``BackendConfig`` names (or a name: "auto", "extractive", "openai"). Option
+    problems (an input budget too small for the prompt) raise UsageError here, before any work."""
+    from .settings import OpenAIConfig, choose_backend_name
 
-    name = choose_backend_name(settings_extra.get("backend", "auto"))
-    if name == "extractive":
+    if config is None or isinstance(config, str):
+        name = choose_backend_name(config or "extractive")
+        config = BackendConfig(name, OpenAIConfig() if name == "openai" else None)
+    if config.name == "extractive":
         from .backends.extractive import ExtractiveBackend
 
         return ExtractiveBackend(counter.text)
-    if name == "openai":
+    if config.name == "openai":
+        from dataclasses import asdict
+
         from .backends.openai_backend import OpenAIBackend, OpenAIOptions
 
-        return OpenAIBackend(OpenAIOptions(**settings_extra.get("openai", {})), counter.text)
-    raise ValueError(f"unknown backend {name!r}")
+        backend = OpenAIBackend(OpenAIOptions(**asdict(config.openai or OpenAIConfig())), counter.text)
+        backend._chunk_budget(backend._system_prompt(max_summary_tokens, None), max_summary_tokens)
+        return backend
+    raise UsageError(f"unknown backend {config.name!r}; choose extractive or openai")
 
 
-def make_summarize_transform(settings_extra: dict[str, Any], counter: TokenCounter):
+def make_summarize_transform(settings: Any, counter: TokenCounter):
     """An async transform for the pipeline, and the backend (to close after the run)."""
-    backend = make_backend(settings_extra, counter)
-    opts = SummarizeOptions(keep_recent=settings_extra.get("keep_recent", DEFAULT_KEEP_RECENT),
-                            max_summary_tokens=settings_extra.get("max_summary_tokens", DEFAULT_MAX_SUMMARY_TOKENS),
-                            preserve_system=settings_extra.get("preserve_system", False),
-                            keep_originals=settings_extra.get("keep_originals", True))
+    opts = settings.summary or SummarizeOptions()
+    backend = make_backend(settings.backend, counter, opts.max_summary_tokens)
 
     async def transform(dump: dict, settings: Any) -> tuple[dict, Status, dict[str, Any]]:
         return await summarize_conversation(dump, opts, backend, counter)
@@ -104,18 +109,30 @@ def make_summarize_transform(settings_extra: dict[str, Any], counter: TokenCount
     return transform, backend
 
 
-def summarize_dump(dump: dict, keep_recent: int = DEFAULT_KEEP_RECENT,
+async def run_and_close(coro: Any, backend: Any) -> Any:
+    """Await a library call, then close the backend's client (its connections, its cache)."""
+    try:
+        return await coro
+    finally:
+        if hasattr(backend, "aclose"):
+            await backend.aclose()
+
+
+def summarize_dump(dump: dict | list, keep_recent: int = DEFAULT_KEEP_RECENT,
                    max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS, preserve_system: bool = False,
-                   keep_originals: bool = True, backend: Backend | None = None,
+                   keep_originals: bool = True, backend: Any = None,
                    encoding: str = "cl100k_base") -> tuple[dict, Status, dict[str, Any]]:
-    """Library entry point: one summary round on a dict, by default with the offline
-    extractive backend. Returns (dump, status, details); the input is not modified."""
+    """Library entry point: one summary round on a dumps() dict or a list of messages, by default
+    with the offline extractive backend. ``backend`` is a backend object, a ``BackendConfig`` or
+    a name ("extractive", "openai": OPENAI_API_KEY / OPENAI_BASE_URL from the environment, or
+    "auto"). Returns (dump, status, details); the input is not modified."""
     import asyncio
 
-    counter = TokenCounter(encoding)
-    if backend is None:
-        from .backends.extractive import ExtractiveBackend
+    from .conversation import normalize_record
 
-        backend = ExtractiveBackend(counter.text)
+    counter = TokenCounter(encoding)
+    if backend is None or isinstance(backend, (str, BackendConfig)):
+        backend = make_backend(backend, counter, max_summary_tokens)
+    dump, _ = normalize_record(dump)
     opts = SummarizeOptions(keep_recent, max_summary_tokens, preserve_system, keep_originals)
-    return asyncio.run(summarize_conversation(dump, opts, backend, counter))
+    return asyncio.run(run_and_close(summarize_conversation(dump, opts, backend, counter), backend))

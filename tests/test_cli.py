@@ -268,8 +268,11 @@ def test_every_help_example_runs(runner, tmp_path, monkeypatch):
         argv = line.split("   (")[0].split()
         res = runner.invoke(cli, argv)
         assert res.exit_code == 0, (name, res.stderr)
-    assert (tmp_path / "restored.jsonl").read_bytes().splitlines() == [
-        orjson.dumps(orjson.loads(x)) for x in (FIXTURES / "taubench_airline_5.jsonl").read_bytes().splitlines()]
+    restored = (tmp_path / "restored.jsonl").read_bytes().splitlines()
+    original = (FIXTURES / "taubench_airline_5.jsonl").read_bytes().splitlines()
+    assert [orjson.loads(x) for x in restored] == [orjson.loads(x) for x in original]
+    # the conversation toolcall did not change (line 2) went through both commands byte for byte
+    assert restored[1] == original[1]
 
 
 # ---- the installed command, in a real subprocess

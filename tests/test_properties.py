@@ -81,8 +81,11 @@ def test_only_old_results_change_and_only_to_their_placeholder(dump, keep):
 # ---- through the record pipeline (bytes in, bytes out), every command and both shapes
 
 from compactor_cli.files import Record  # noqa: E402
-from compactor_cli.pipeline import Settings, process_record  # noqa: E402
-from compactor_cli.runner import AsyncOutcomes, make_transform  # noqa: E402
+from compactor_cli.compact import Policy  # noqa: E402
+from compactor_cli.parallel import AsyncOutcomes, make_transform  # noqa: E402
+from compactor_cli.pipeline import process_record  # noqa: E402
+from compactor_cli.settings import BackendConfig, Settings  # noqa: E402
+from compactor_cli.tier2 import SummarizeOptions  # noqa: E402
 from compactor_cli.tokens import TokenCounter  # noqa: E402
 
 COUNTER = TokenCounter()
@@ -105,8 +108,8 @@ def _run_one(settings: Settings, raw: bytes) -> bytes:
 
 SETTINGS = st.sampled_from([
     Settings("toolcall", keep=1),
-    Settings("summarize", extra={"backend": "extractive", "keep_recent": 2, "max_summary_tokens": 200}),
-    Settings("compact", extra={"backend": "extractive", "policy": {"token_threshold": 300, "keep": 1, "keep_recent": 3}}),
+    Settings("summarize", summary=SummarizeOptions(keep_recent=2, max_summary_tokens=200), backend=BackendConfig()),
+    Settings("compact", policy=Policy(token_threshold=300, keep=1, keep_recent=3), backend=BackendConfig()),
 ])
 
 

@@ -5,7 +5,6 @@ A backend has ``name``, ``model`` and ``async summarize(request) -> Answer``. Th
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -35,9 +34,4 @@ class Backend(Protocol):
     async def summarize(self, request: SummaryRequest) -> Answer: ...
 
 
-def choose_backend_name(requested: str, environ: Any = None) -> str:
-    """``auto`` is openai when OPENAI_API_KEY or OPENAI_BASE_URL is set, else extractive."""
-    env = os.environ if environ is None else environ
-    if requested != "auto":
-        return requested
-    return "openai" if env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL") else "extractive"
+from ..settings import choose_backend_name  # noqa: E402,F401  (one owner: settings.py)

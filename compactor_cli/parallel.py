@@ -1,0 +1,172 @@
+"""Three ways to map records to outcomes, all yielding in input order so output bytes never
+depend on them: in this process; in ``jobs`` worker processes (CPU-bound work, batches of
+records, a bounded window in flight, so memory stays flat); as asyncio tasks in a bounded
+window (model calls).
+
+Worker processes die with their parent: a SIGKILL of the main process must not leave workers
+holding the caller's pipes open."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+import time
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any, Callable, Iterable, Iterator
+
+from .files import Record
+from .pipeline import OPERATIONS, Outcome, Transform, process_record, process_record_async
+from .settings import Settings
+from .tokens import TokenCounter
+
+Outcomes = Callable[[Iterable[Record]], Iterator[tuple[Record, Outcome]]]
+MODEL_COMMANDS = ("summarize", "compact")
+BATCH_BYTES = 2 * 2**20
+BATCH_RECORDS = 512
+
+
+def make_counter(settings: Settings) -> TokenCounter | None:
+    if not settings.count_tokens and settings.command not in MODEL_COMMANDS:
+        return None
+    return TokenCounter(settings.encoding)
+
+
+def make_transform(settings: Settings, counter: TokenCounter | None) -> tuple[Transform, Any]:
+    """The record transform for the command, and its summary backend (or None)."""
+    if settings.command == "compact":
+        from .compact import make_compact_transform
+
+        assert counter is not None
+        return make_compact_transform(settings, counter)
+    if settings.command == "summarize":
+        from .tier2 import make_summarize_transform
+
+        assert counter is not None
+        return make_summarize_transform(settings, counter)
+    return OPERATIONS[settings.command], None
+
+
+def serial_outcomes(transform: Transform, settings: Settings, counter: TokenCounter | None) -> Outcomes:
+    def outcomes(records: Iterable[Record]) -> Iterator[tuple[Record, Outcome]]:
+        return ((rec, process_record(rec, transform, settings, counter)) for rec in records)
+
+    return outcomes
+
+
+# ---------------------------------------------------------------- worker processes
+
+_worker: dict[str, Any] = {}
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask the kernel to kill this worker when its parent dies (Linux), and watch for it
+    elsewhere: a worker whose parent is gone exits."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    if os.getppid() != parent:
+        os._exit(1)
+    threading.Thread(target=watch, daemon=True, name="xcompact-parent-watch").start()
+
+
+def _init_worker(settings: Settings, parent: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles ^C and tells the pool
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _die_with_parent(parent)
+    counter = make_counter(settings)
+    transform, _ = make_transform(settings, counter)
+    _worker.update(settings=settings, counter=counter, transform=transform, loop=asyncio.new_event_loop())
+
+
+def _work_batch(batch: list[Record]) -> list[Outcome]:
+    s, counter, transform, loop = _worker["settings"], _worker["counter"], _worker["transform"], _worker["loop"]
+    if s.command in MODEL_COMMANDS:
+        return [loop.run_until_complete(process_record_async(r, transform, s, counter)) for r in batch]
+    return [process_record(r, transform, s, counter) for r in batch]
+
+
+def _batches(records: Iterable[Record]) -> Iterator[list[Record]]:
+    batch: list[Record] = []
+    size = 0
+    for rec in records:
+        batch.append(rec)
+        size += len(rec.raw)
+        if size >= BATCH_BYTES or len(batch) >= BATCH_RECORDS:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+class ParallelOutcomes:
+    """Batches of records through a process pool, at most ``2 x jobs`` batches in flight."""
+
+    def __init__(self, settings: Settings, jobs: int) -> None:
+        import multiprocessing
+
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method),
+                                        initializer=_init_worker, initargs=(settings, os.getpid()))
+        self.window = 2 * jobs
+
+    def __call__(self, records: Iterable[Record]) -> Iterator[tuple[Record, Outcome]]:
+        pending: deque[tuple[list[Record], Future]] = deque()
+        for batch in _batches(records):
+            pending.append((batch, self.pool.submit(_work_batch, batch)))
+            while len(pending) >= self.window:
+                done_batch, fut = pending.popleft()
+                yield from zip(done_batch, fut.result())
+        while pending:
+            done_batch, fut = pending.popleft()
+            yield from zip(done_batch, fut.result())
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+# ---------------------------------------------------------------- model calls
+
+class AsyncOutcomes:
+    """``process_record_async`` over records with at most ``window`` in flight, in order.
+    One event loop serves the whole run."""
+
+    def __init__(self, transform: Transform, settings: Settings, counter: TokenCounter | None, window: int) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.transform, self.settings, self.counter = transform, settings, counter
+        self.window = max(1, window)
+
+    def __call__(self, records: Iterable[Record]) -> Iterator[tuple[Record, Outcome]]:
+        pending: deque = deque()
+        try:
+            for rec in records:
+                pending.append((rec, self.loop.create_task(
+                    process_record_async(rec, self.transform, self.settings, self.counter))))
+                while len(pending) >= self.window:
+                    r, task = pending.popleft()
+                    yield r, self.loop.run_until_complete(task)
+            while pending:
+                r, task = pending.popleft()
+                yield r, self.loop.run_until_complete(task)
+        finally:
+            for _, task in pending:
+                task.cancel()
+            if pending:
+                self.loop.run_until_complete(asyncio.gather(*(t for _, t in pending), return_exceptions=True))
+
+    def close(self, backend: Any) -> None:
+        if backend is not None and hasattr(backend, "aclose"):
+            self.loop.run_until_complete(backend.aclose())
+        self.loop.close()

@@ -1,0 +1,83 @@
+"""A run's options as typed objects, built once at the CLI edge and passed down as they are.
+
+``Settings`` is what every record needs (picklable, for worker processes); ``RunIO`` is where
+the run reads and writes; ``BackendConfig`` names the summariser and its options. The tiers'
+own option objects (``SummarizeOptions``, ``Policy``) live with the tiers and are carried here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the tiers are imported lazily: toolcall never pays for them
+    from .compact import Policy
+    from .tier2 import SummarizeOptions
+
+from .toolcall import DEFAULT_KEEP  # noqa: E402  (xun's toolcall_keep_max)
+BACKENDS = ("auto", "extractive", "openai")
+#: The options that only the openai backend reads (as their click names).
+OPENAI_ONLY = ("summary_model", "base_url", "temperature", "timeout", "retries", "concurrency", "prompt_file",
+               "summary_input_tokens", "cache_dir", "no_cache")
+
+
+@dataclass(frozen=True)
+class OpenAIConfig:
+    model: str | None = None
+    base_url: str | None = None
+    temperature: float = 0.0
+    timeout: float = 120.0
+    retries: int = 4
+    concurrency: int = 4
+    instructions: str | None = None  # the text of --prompt-file
+    summary_input_tokens: int | None = None
+    cache_dir: str | None = None  # None: no cache
+
+
+@dataclass(frozen=True)
+class BackendConfig:
+    """The summariser a run uses: ``extractive`` (offline) or ``openai`` with its options."""
+
+    name: str = "extractive"
+    openai: OpenAIConfig | None = None
+
+
+def choose_backend_name(requested: str, base_url: str | None = None, environ: Any = None) -> str:
+    """``auto`` is openai when a server is named (--base-url, OPENAI_BASE_URL) or OPENAI_API_KEY
+    is set, else the offline extractive summariser."""
+    env = os.environ if environ is None else environ
+    if requested != "auto":
+        return requested
+    return "openai" if base_url or env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL") else "extractive"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Parameters of one run shared by all records (picklable, for worker processes)."""
+
+    command: str
+    keep: int = DEFAULT_KEEP
+    keep_originals: bool = True
+    strict: bool = False
+    count_tokens: bool = True
+    encoding: str = "cl100k_base"
+    write_output: bool = True  # False: validate, compact --check / --dry-run
+    summary: SummarizeOptions | None = None  # summarize
+    policy: Policy | None = None  # compact
+    check: bool = False  # compact --check
+    backend: BackendConfig | None = None  # summarize, compact (not --check)
+
+
+@dataclass(frozen=True)
+class RunIO:
+    """Where a run reads and writes, and how it reports."""
+
+    inputs: tuple[str, ...]
+    output: str | None = None
+    in_place: bool = False
+    report_path: str | None = None
+    quiet: bool = False
+    jobs: int = 0
+    resume: bool = False
+    parameters: dict[str, Any] = field(default_factory=dict)  # as the report records them

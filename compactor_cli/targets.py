@@ -1,0 +1,149 @@
+"""Which inputs a run reads and where each output and the report go, decided before any work.
+
+Every clash between the paths a user names is a usage error here (exit 2): an output or the
+report that is an input, the report that is an output, two inputs written to one output, the
+report and the data both on stdout. Names are compared as files (device and inode), so links,
+``..`` and ``/dev/stdout`` cannot sneak past."""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import UsageError
+from .sinks import file_identity, is_special, is_stdout
+
+STDIN = "-"
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+INPUT_SUFFIXES = (".json",) + JSONL_SUFFIXES
+
+
+@dataclass(frozen=True)
+class InputFile:
+    path: str  # as opened ("-" for stdin)
+    relative: str  # name below -o DIR
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where one input's output goes: ``None`` path means stdout."""
+
+    input: InputFile
+    path: str | None
+
+
+@dataclass(frozen=True)
+class Plan:
+    targets: list[Target]
+    report_path: str | None  # None: no report; "-": stdout
+
+
+def expand_inputs(paths: list[str]) -> list[InputFile]:
+    """Files as given (also FIFOs and devices); directories become their ``*.json``/``*.jsonl``
+    files, sorted."""
+    found: list[InputFile] = []
+    for p in paths:
+        if p == STDIN:
+            found.append(InputFile(STDIN, "stdin.json"))
+        elif os.path.isdir(p):
+            base = Path(p)
+            files = sorted(f for f in base.rglob("*") if f.is_file() and f.name.lower().endswith(INPUT_SUFFIXES)
+                           and not f.name.startswith("."))
+            found.extend(InputFile(str(f), str(f.relative_to(base))) for f in files)
+        else:
+            found.append(InputFile(p, os.path.basename(p)))
+    if not found:
+        raise UsageError("no input files found (directories are searched for *.json and *.jsonl)")
+    return found
+
+
+def _writable(path: str) -> bool:
+    """Can the user rewrite this file? Root passes os.access, so a file with no write bit at all
+    (chmod a-w: someone protected it) counts as not writable for root too."""
+    if not os.access(path, os.W_OK):
+        return False
+    return os.geteuid() != 0 or bool(os.stat(path).st_mode & 0o222)
+
+
+def _in_place_targets(files: list[InputFile]) -> list[Target]:
+    for f in files:
+        if f.path == STDIN:
+            raise UsageError("--in-place cannot rewrite stdin; use -o FILE")
+        if not os.path.exists(f.path):
+            continue  # reported as a missing file when its turn comes; the rest still runs
+        if is_special(f.path):
+            raise UsageError(f"--in-place cannot rewrite {f.path}: it is not a regular file")
+        if not _writable(f.path):
+            raise UsageError(f"--in-place: {f.path} is not writable; change its permissions or use -o")
+    return [Target(f, f.path) for f in files]
+
+
+def _output_targets(files: list[InputFile], inputs: list[str], output: str | None) -> list[Target]:
+    dir_mode = output is not None and not is_special(output) and output != STDIN and (
+        len(files) > 1 or any(os.path.isdir(p) for p in inputs) or os.path.isdir(output)
+        or output.endswith(os.sep))
+    if not dir_mode:
+        if len(files) > 1 or any(os.path.isdir(p) for p in inputs):
+            raise UsageError("several inputs: give -o DIR for the outputs, or --in-place")
+        if output is None or is_stdout(output):
+            return [Target(files[0], None)]
+    input_ids = {file_identity(f.path): f.path for f in files if f.path != STDIN and not is_special(f.path)}
+    targets: list[Target] = []
+    seen: dict[tuple, str] = {}
+    for f in files:
+        dest = os.path.join(output, f.relative) if dir_mode else output
+        assert dest is not None
+        ident = file_identity(dest)
+        if ident in input_ids:
+            raise UsageError(f"refusing to overwrite input {input_ids[ident]} with the output of {f.path}: "
+                             "use --in-place to rewrite inputs")
+        if ident in seen and not is_special(dest):
+            raise UsageError(f"{seen[ident]} and {f.path} would both be written to {dest}")
+        seen[ident] = f.path
+        targets.append(Target(f, dest))
+    return targets
+
+
+def _check_report(report_path: str, files: list[InputFile], targets: list[Target]) -> None:
+    if report_path == STDIN or is_stdout(report_path):
+        if any(t.path is None for t in targets):
+            raise UsageError("--report - and the data would both go to stdout: give -o for the data")
+        return
+    if os.path.isdir(report_path):
+        raise UsageError(f"--report {report_path} is a directory; name a file")
+    if is_special(report_path):
+        return  # /dev/null, a FIFO, a terminal: written into, nothing is replaced
+    ident = file_identity(report_path)
+    for f in files:
+        if f.path != STDIN and not is_special(f.path) and file_identity(f.path) == ident:
+            raise UsageError(f"--report {report_path} is the input {f.path}: choose another report path")
+    for t in targets:
+        if t.path is not None and not is_special(t.path) and file_identity(t.path) == ident:
+            raise UsageError(f"--report {report_path} is also the output of {t.input.path}: choose another path")
+
+
+def plan_run(inputs: list[str], output: str | None, in_place: bool, report_path: str | None,
+             writes_data: bool = True) -> Plan:
+    """Decide each input's destination and check the report path against all of them."""
+    files = expand_inputs(inputs)
+    if in_place and output:
+        raise UsageError("--in-place and -o/--output cannot be used together")
+    if not writes_data:
+        targets = [Target(f, None) for f in files]
+    elif in_place:
+        targets = _in_place_targets(files)
+    else:
+        targets = _output_targets(files, inputs, output)
+    if report_path is not None:
+        data_on_stdout = writes_data and any(t.path is None for t in targets)
+        _check_report(report_path, files, targets if data_on_stdout or writes_data else [])
+    return Plan(targets, report_path)
+
+
+def is_regular_input(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
