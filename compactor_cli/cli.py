@@ -12,7 +12,7 @@ import click
 from . import __version__
 from . import options as opt
 from .errors import InvalidInputError, OutputError, UsageError, XCompactError
-from .report import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Report
+from .report import EXIT_FAILED, EXIT_OK, EXIT_STDOUT_CLOSED, EXIT_USAGE
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -59,8 +59,15 @@ def _run(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> None:
                    report_path=io.get("report_path"), quiet=io.get("quiet", False), jobs=io.get("jobs") or 0,
                    resume=io.get("resume", False),
                    parameters={**parameters, "config": ctx.meta.get("xcompact_config")})
+    from .sinks import StdoutClosed
+
     try:
         code = run_command(settings, run_io, _emit, _progress(run_io.quiet))
+    except StdoutClosed:  # the report went to stdout and its reader left
+        from .runner import silence_stdout
+
+        silence_stdout()
+        sys.exit(EXIT_STDOUT_CLOSED)
     except (UsageError, OutputError) as exc:
         if isinstance(exc, ReportError):
             _emit(f"error: {exc}")
@@ -330,8 +337,10 @@ def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no:
 
     found = []
     errors = 0
+    last_line = 0
     try:
         for rec in iter_records(input_path):
+            last_line = rec.line or last_line
             if line_no is not None and rec.line not in (line_no, None):
                 continue
             try:
@@ -345,8 +354,12 @@ def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no:
     except (InvalidInputError, OSError) as exc:
         _emit(f"error: {input_path}: {getattr(exc, 'strerror', None) or exc}")
         sys.exit(EXIT_FAILED)
+    if line_no is not None and line_no > last_line and last_line:
+        _emit(f"error: {input_path}: there is no line {line_no}: the file's last conversation is on line {last_line}")
+        sys.exit(EXIT_FAILED)
     if not found:
-        _emit(f"error: {input_path}: no compacted tool result with ID {tool_call_id!r}"
+        where = f"{input_path}:{line_no}" if line_no is not None else input_path
+        _emit(f"error: {where}: no compacted tool result with ID {tool_call_id!r}"
               + (f" (occurrence {occurrence})" if occurrence else ""))
         sys.exit(EXIT_FAILED)
     rec, content, shared = found[0]

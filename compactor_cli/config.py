@@ -29,7 +29,9 @@ def _load_toml(path: str) -> dict[str, Any]:
             return tomllib.load(fh)
     except OSError as exc:
         raise click.UsageError(f"cannot read config {path}: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
+    except UnicodeDecodeError as exc:
+        raise click.UsageError(f"config {path} is not UTF-8 text (byte {exc.start}): is it the right file?") from None
+    except (tomllib.TOMLDecodeError, ValueError) as exc:
         raise click.UsageError(f"config {path} is not valid TOML: {exc}") from None
 
 

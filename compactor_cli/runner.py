@@ -20,7 +20,7 @@ from .parallel import (MODEL_COMMANDS, AsyncOutcomes, Outcomes, ParallelOutcomes
 from .pipeline import Outcome
 from .report import EXIT_INTERRUPTED, EXIT_OK, EXIT_STDOUT_CLOSED, Report, ReportError
 from .settings import RunIO, Settings
-from .sinks import AtomicFile, file_crc, lock_output, open_sink, remove_partial, verify_partial
+from .sinks import AtomicFile, StdoutClosed, file_crc, lock_output, open_sink, remove_partial, verify_partial
 from .targets import STDIN, Target, is_regular_input, plan_run
 
 Emit = Callable[[str], None]
@@ -37,10 +37,6 @@ LIGHT_PARALLEL_MIN_BYTES = 256 * 2**20
 class Progress(Protocol):
     def update(self, nbytes: int) -> None: ...
     def close(self) -> None: ...
-
-
-class StdoutClosed(Exception):
-    """The reader of our stdout went away (``| head``): stop quietly."""
 
 
 def input_bytes(targets: list[Target]) -> int:
@@ -143,7 +139,7 @@ def run_command(settings: Settings, io: RunIO, emit: Emit,
     except StdoutClosed:
         _quiet_close(closer)
         report.abort()
-        _silence_stdout()
+        silence_stdout()
         return EXIT_STDOUT_CLOSED
     except BaseException:
         _quiet_close(closer)
@@ -167,7 +163,7 @@ def _quiet_close(closer: Callable[[], None]) -> None:
         pass
 
 
-def _silence_stdout() -> None:
+def silence_stdout() -> None:
     """After a reader closed stdout, the interpreter's final flush must not complain."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -349,12 +345,10 @@ class _Batch:
                 sink.commit()
             if journaled:
                 self.committed.add(index)
-        except BrokenPipeError:
+        except StdoutClosed:
             if sink is not None:
                 sink.abort()
-            if target.path is None:
-                raise StdoutClosed from None
-            self._file_error(display, f"cannot write {target.path}: its reader went away (broken pipe)")
+            raise
         except ReportError:
             if sink is not None:
                 sink.abort(keep=journaled)

@@ -31,6 +31,10 @@ TEMP_PREFIX = ".xcompact-"
 TEMP_SUFFIX = ".partial"
 
 
+class StdoutClosed(Exception):
+    """The reader of our stdout went away (``| head``): the run stops quietly, as SIGPIPE would."""
+
+
 class Sink(Protocol):
     def write(self, data: bytes) -> None: ...
     def checkpoint(self) -> tuple[int, int]: ...
@@ -142,21 +146,36 @@ class StreamFile:
         self.crc = 0
 
     def write(self, data: bytes) -> None:
-        self.fh.write(data)
+        try:
+            self.fh.write(data)
+        except BrokenPipeError:
+            if not self.own:
+                raise StdoutClosed from None
+            raise
         self.length += len(data)
 
     def checkpoint(self) -> tuple[int, int]:
-        self.fh.flush()
+        self.flush()
         return self.length, 0
 
+    def flush(self) -> None:
+        try:
+            self.fh.flush()
+        except BrokenPipeError:
+            if not self.own:
+                raise StdoutClosed from None
+            raise
+
     def commit(self) -> None:
-        self.fh.flush()
+        self.flush()
         if self.own:
             self.fh.close()
 
     def abort(self, keep: bool = False) -> None:
         try:
             self.fh.flush()
+        except OSError:
+            pass  # nothing more can reach a reader that went away
         finally:
             if self.own:
                 self.fh.close()
