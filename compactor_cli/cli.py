@@ -91,17 +91,19 @@ def _backend_config(backend: str, summary_model: str | None, base_url: str | Non
     extractive``) or a warning (``auto`` found no server)."""
     from .cache import default_cache_dir
     from .secrets import redact_url
-    from .settings import OPENAI_ONLY, BackendConfig, OpenAIConfig, choose_backend_name
+    from .settings import BackendConfig, OpenAIConfig, choose_backend_name
 
     chosen = "extractive" if dry_run else choose_backend_name(backend, base_url)
     if chosen == "extractive" and not dry_run:
-        given = [n for n in OPENAI_ONLY if _explicit(n)]
+        given = [n for n in opt.OPENAI_ONLY if _explicit(n)]
         if given:
             flags = ", ".join("--" + n.replace("_", "-") for n in given)
             if backend == "extractive":
-                raise click.UsageError(f"{flags} only apply to the openai backend; drop them or use --backend openai")
-            _emit(f"warning: {flags} ignored: no OPENAI_API_KEY, OPENAI_BASE_URL or --base-url, so the offline "
-                  "extractive summariser is used")
+                verb = "apply" if len(given) > 1 else "applies"
+                raise click.UsageError(f"{flags} {verb} only to the openai backend; drop it or use --backend openai")
+            if not click.get_current_context().params.get("quiet"):
+                _emit(f"warning: {flags} ignored: no OPENAI_API_KEY, OPENAI_BASE_URL or --base-url, so the "
+                      "offline extractive summariser is used")
     params: dict[str, Any] = {"backend": chosen}
     if chosen != "openai":
         return BackendConfig("extractive"), params
@@ -159,13 +161,10 @@ def toolcall(keep: int, originals: str, encoding: str, no_tokens: bool, **io: An
          io, dict(keep=keep, originals=originals, strict=strict, encoding=encoding, tokens=not no_tokens))
 
 
-BACKEND_KEYS = ("backend", "summary_model", "base_url", "temperature", "timeout", "retries", "concurrency",
-                "prompt_file", "summary_input_tokens", "cache_dir", "no_cache")
-
-
 def _split_backend(kw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(backend options, the rest: io options) of a command's keyword arguments."""
-    return {k: v for k, v in kw.items() if k in BACKEND_KEYS}, {k: v for k, v in kw.items() if k not in BACKEND_KEYS}
+    keys = opt.BACKEND_KEYS
+    return {k: v for k, v in kw.items() if k in keys}, {k: v for k, v in kw.items() if k not in keys}
 
 
 @cli.command()

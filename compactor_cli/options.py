@@ -76,35 +76,53 @@ def cut_options(f: F) -> F:
     return f
 
 
+def _backend_opts(model_flag: str) -> list[Callable[[F], F]]:
+    return [
+        click.option("--backend", type=click.Choice(["auto", "extractive", "openai"]), default="auto",
+                     show_default=True,
+                     help="auto: openai when --base-url, OPENAI_BASE_URL or OPENAI_API_KEY is given, else the "
+                          "offline extractive one."),
+        click.option(model_flag, "summary_model", default=None,
+                     help="Model of the openai summariser [default: gpt-4o-mini"
+                          + ("; for compact, its --model" if model_flag != "--model" else "") + "]."),
+        click.option("--base-url", default=None, help="OpenAI-compatible server URL (or OPENAI_BASE_URL)."),
+        click.option("--temperature", type=float, default=0.0, show_default=True, help="Sampling temperature."),
+        click.option("--timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
+                     help="Seconds per model request."),
+        click.option("--retries", type=click.IntRange(min=0), default=4, show_default=True,
+                     help="Retries on 429/5xx/timeouts, with exponential backoff honouring Retry-After."),
+        click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True,
+                     help="Model requests in flight at once (conversations summarised concurrently)."),
+        click.option("--prompt-file", type=click.Path(exists=True, dir_okay=False), default=None,
+                     help="File whose text replaces the summariser's instructions (the section format is kept)."),
+        click.option("--summary-input-tokens", type=click.IntRange(min=1000), default=None,
+                     help="Most tokens sent per model request [default: the model's context window from the "
+                          "table, else 100000]; longer heads are clipped and summarised in chunks."),
+        click.option("--cache-dir", default=None, help="Summary cache directory [default: ~/.cache/xcompact]."),
+        click.option("--no-cache", is_flag=True, help="Do not read or write the summary cache."),
+    ]
+
+
+def _param_names(decorators: list[Callable[[F], F]]) -> tuple[str, ...]:
+    """The parameter names a list of click decorators defines (so no list is kept by hand)."""
+    def probe() -> None: ...
+
+    for d in decorators:
+        d(probe)
+    return tuple(p.name for p in probe.__click_params__)  # type: ignore[attr-defined]
+
+
+#: The keyword arguments backend_options adds to a command; all but "backend" are openai-only.
+BACKEND_KEYS = _param_names(_backend_opts("--model"))
+OPENAI_ONLY = tuple(k for k in BACKEND_KEYS if k != "backend")
+
+
 def backend_options(model_flag: str = "--model"):
     """The summariser backend. ``compact`` names its model option --summary-model, since its
     --model is the conversation's model (for the threshold), as nagents separates the two."""
 
     def decorate(f: F) -> F:
-        opts = [
-            click.option("--backend", type=click.Choice(["auto", "extractive", "openai"]), default="auto",
-                         show_default=True,
-                         help="auto: openai when OPENAI_API_KEY or OPENAI_BASE_URL is set, else the offline extractive one."),
-            click.option(model_flag, "summary_model", default=None,
-                         help="Model of the openai summariser [default: gpt-4o-mini"
-                              + ("; for compact, its --model" if model_flag != "--model" else "") + "]."),
-            click.option("--base-url", default=None, help="OpenAI-compatible server URL (or OPENAI_BASE_URL)."),
-            click.option("--temperature", type=float, default=0.0, show_default=True, help="Sampling temperature."),
-            click.option("--timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
-                         help="Seconds per model request."),
-            click.option("--retries", type=click.IntRange(min=0), default=4, show_default=True,
-                         help="Retries on 429/5xx/timeouts, with exponential backoff honouring Retry-After."),
-            click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True,
-                         help="Model requests in flight at once (conversations summarised concurrently)."),
-            click.option("--prompt-file", type=click.Path(exists=True, dir_okay=False), default=None,
-                         help="File whose text replaces the summariser's instructions (the section format is kept)."),
-            click.option("--summary-input-tokens", type=click.IntRange(min=1000), default=None,
-                         help="Most tokens sent per model request [default: the model's context window from the "
-                              "table, else 100000]; longer heads are clipped and summarised in chunks."),
-            click.option("--cache-dir", default=None, help="Summary cache directory [default: ~/.cache/xcompact]."),
-            click.option("--no-cache", is_flag=True, help="Do not read or write the summary cache."),
-        ]
-        for opt in reversed(opts):
+        for opt in reversed(_backend_opts(model_flag)):
             f = opt(f)
         return f
 

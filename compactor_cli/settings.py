@@ -16,10 +16,6 @@ if TYPE_CHECKING:  # the tiers are imported lazily: toolcall never pays for them
     from .tier2 import SummarizeOptions
 
 from .toolcall import DEFAULT_KEEP  # noqa: E402  (xun's toolcall_keep_max)
-BACKENDS = ("auto", "extractive", "openai")
-#: The options that only the openai backend reads (as their click names).
-OPENAI_ONLY = ("summary_model", "base_url", "temperature", "timeout", "retries", "concurrency", "prompt_file",
-               "summary_input_tokens", "cache_dir", "no_cache")
 
 
 @dataclass(frozen=True)
