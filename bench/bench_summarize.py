@@ -2,11 +2,13 @@
 
 1. The extractive backend on the bundled real transcripts (fixtures/, and ../shared/data when
    it is there): wall time per conversation of `xcompact summarize --backend extractive`.
+   Then one generated conversation of --long messages (default 100,000), so a step that grows
+   faster than the conversation shows (the open-question scan once took 271 s there).
 2. The openai backend on N generated conversations against a local chat-completions server
    (tests/chat_server.py) answering after a fixed latency, at --concurrency 1 and 16, against
    the ideal N x latency / concurrency.
 
-    python bench/bench_summarize.py [--n 200] [--latency 0.1] [--skip-extractive]
+    python bench/bench_summarize.py [--n 200] [--latency 0.1] [--long 100000] [--skip-extractive]
 """
 
 from __future__ import annotations
@@ -49,10 +51,29 @@ def small_conversation(i: int) -> dict:
     return {"messages": messages}
 
 
+def long_conversation(n: int) -> dict:
+    """One support conversation of ``n`` messages after its system prompt: questions, lookups,
+    answers that end with a question (so every message takes part in the open-question scan)."""
+    messages = [{"role": "system", "content": "You are a support agent."}]
+    for i in range(n):
+        r = i % 4
+        if r == 0:
+            messages.append({"role": "user", "content": f"Can you check order A{i}? I prefer email updates."})
+        elif r == 1:
+            messages.append({"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"c{i}", "type": "function", "function": {"name": "lookup", "arguments": f'{{"o": "A{i}"}}'}}]})
+        elif r == 2:
+            messages.append({"role": "tool", "tool_call_id": f"c{i - 1}", "content": f"order A{i}: shipped, 3 items, $12.50"})
+        else:
+            messages.append({"role": "assistant", "content": f"Order A{i} has shipped. I will check the next one. Anything else?"})
+    return {"messages": messages}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--latency", type=float, default=0.1)
+    ap.add_argument("--long", type=int, default=100_000, help="messages of the one long conversation (0: skip)")
     ap.add_argument("--skip-extractive", action="store_true")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="xcompact-bench-")
@@ -65,6 +86,12 @@ def main() -> None:
         n = count_records(path)
         dt = xcompact("summarize", "-q", "--backend", "extractive", path, "-o", os.path.join(tmp, "o" + os.path.splitext(path)[1]))
         print(f"  {os.path.relpath(path, ROOT):45} {n:4} conversations {dt:7.2f}s  {1000 * dt / n:7.1f} ms/conversation")
+    if not args.skip_extractive and args.long:
+        path = os.path.join(tmp, "long.json")
+        with open(path, "wb") as fh:
+            fh.write(orjson.dumps(long_conversation(args.long)))
+        dt = xcompact("summarize", "-q", "--backend", "extractive", path, "-o", os.path.join(tmp, "long-out.json"))
+        print(f"  one conversation of {args.long:,} messages ({os.path.getsize(path) / 2**20:.1f} MiB) {dt:7.2f}s")
 
     from chat_server import ChatServer
 

@@ -162,15 +162,17 @@ def build_candidates(request: SummaryRequest) -> dict[str, list[str]]:
     pending += _dedupe([_clip(s) for t in reversed(asst_texts) for s in _sentences(t)
                         if _PENDING.search(s) and not s.endswith("?")])
 
+    # a question is open when the other side never spoke after it: compare with the other side's
+    # last position (one pass), not with the set of roles after each message (quadratic)
+    last_at = {m.get("role"): i for i, m in enumerate(head) if m.get("role") in ("user", "assistant")}
     questions = []
     for i, m in enumerate(head):
         if m.get("role") not in ("user", "assistant"):
             continue
-        later_roles = {x.get("role") for x in head[i + 1:]}
         other = "assistant" if m["role"] == "user" else "user"
         for s in _sentences(_scan(content_text(m.get("content")))):
             if s.endswith("?"):
-                questions.append((other not in later_roles, i, f"{m['role'].capitalize()}: {_clip(s)}"))
+                questions.append((last_at.get(other, -1) <= i, i, f"{m['role'].capitalize()}: {_clip(s)}"))
     questions.sort(key=lambda q: (not q[0], -q[1]))
     open_questions = _dedupe([q[2] for q in questions])
 
