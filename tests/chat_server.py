@@ -128,3 +128,11 @@ class ChatServer:
     def __exit__(self, *exc: object) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+@dataclass
+class Endpoint:
+    """A server as the test helpers see it, by another URL: e.g. a ChatServer's with
+    credentials in it (``Endpoint(server.base_url.replace("//", "//user:pw@"))``)."""
+
+    base_url: str

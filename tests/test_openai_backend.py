@@ -1,12 +1,24 @@
-"""The openai backend against a real chat-completions server on 127.0.0.1 (no client patching)."""
+"""The openai backend against a real chat-completions server on 127.0.0.1 (no client patching),
+its summary cache, and the cost of the extractive backend (counted, not timed)."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import random
+import subprocess
+from contextlib import contextmanager, nullcontext
+
 import orjson
+import pytest
 
+from compactor_cli.backends import SummaryRequest
+from compactor_cli.backends.extractive import ExtractiveBackend
+from compactor_cli.backends.openai_backend import OpenAIBackend, OpenAIOptions
 from compactor_cli.cli import cli
+from compactor_cli.tokens import TokenCounter
 
-from chat_server import ChatServer, Reply, summary_text
+from chat_server import ChatServer, Endpoint, Reply, summary_text
 from conftest import long_conv, read_jsonl
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
@@ -199,3 +211,115 @@ def test_compact_summarises_with_the_conversation_model_unless_told(runner, tmp_
         assert {r["model"] for r in server.requests} == {"cheap-model"}
     items = read_jsonl(tmp_path / "o.jsonl")
     assert all(c["compaction_counter"]["summary_rounds"] >= 1 for c in items)
+
+
+# ---------------------------------------------------------------- the summary cache
+
+@contextmanager
+def read_only(path):
+    """``path`` (a directory) unwritable for this process, root included (chattr +i)."""
+    if os.geteuid() != 0:
+        path.chmod(0o555)
+        try:
+            yield
+        finally:
+            path.chmod(0o755)
+        return
+    if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+        pytest.skip("running as root and chattr +i is not available: cannot make a read-only directory")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def _corrupt(cache):
+    cache.mkdir()
+    (cache / "summaries.sqlite3").write_bytes(random.Random(0).randbytes(8192))
+    return cache
+
+
+def _directory(cache):
+    (cache / "summaries.sqlite3").mkdir(parents=True)
+    return cache
+
+
+def _regular_file(cache):
+    cache.write_text("not a directory")
+    return cache
+
+
+BROKEN_CACHES = {"corrupt file": _corrupt, "directory in its place": _directory,
+                 "--cache-dir is a file": _regular_file, "read-only directory": lambda cache: cache.mkdir() or cache}
+
+
+@pytest.mark.parametrize("kind", list(BROKEN_CACHES))
+def test_an_unusable_cache_warns_once_and_the_run_goes_on_uncached(runner, tmp_path, kind):
+    src, convs = write_convs(tmp_path, n=2)
+    cache = BROKEN_CACHES[kind](tmp_path / "cache")
+    guard = read_only(cache) if kind == "read-only directory" else nullcontext()
+    with guard, ChatServer() as server:
+        res, out, doc = run(runner, server, src, tmp_path, "--cache-dir", str(cache))
+        assert res.exit_code == 0 and "Traceback" not in res.stderr, (res.stderr, res.exception)
+        (line,) = [x for x in res.stderr.splitlines() if "summary cache" in x]  # one warning, not one per conversation
+        assert line.startswith("warning: summary cache ") and line.endswith("running without it")
+        assert [i["status"] for i in doc["items"]] == ["SUMMARIZED", "SUMMARIZED"]
+        assert not any(i["cached"] for i in doc["items"]) and len(server.requests) == 2
+        # the backend says so once, however many conversations it summarises (the runner prints it)
+        backend = OpenAIBackend(OpenAIOptions(model="m", base_url=server.base_url, cache_dir=str(cache)),
+                                TokenCounter().text)
+        request = SummaryRequest(head=convs[0]["messages"][1:20], system_text="", max_tokens=1024)
+
+        async def twice():
+            try:
+                return [await backend.summarize(request), await backend.summarize(request)]
+            finally:
+                await backend.aclose()
+        answers = asyncio.run(twice())
+    assert all(a.calls == 1 and not a.cached for a in answers)
+    (warning,) = backend.warnings
+    assert "summary cache" in warning and "running without it" in warning
+
+
+def test_the_cache_key_names_the_server(runner, tmp_path):
+    src, _ = write_convs(tmp_path, n=2)
+    args = ["--cache-dir", str(tmp_path / "cache"), "--retries", "0"]
+    with ChatServer() as server:
+        res, out, doc = run(runner, server, src, tmp_path, *args)
+        assert [i["status"] for i in doc["items"]] == ["SUMMARIZED"] * 2
+        # the same server with credentials in its URL is the same endpoint: answered from the cache
+        res, out, doc = run(runner, Endpoint(server.base_url.replace("//", "//bob:pw-12345678@")), src, tmp_path, *args)
+        assert all(i["cached"] for i in doc["items"]) and len(server.requests) == 2
+    broken = {"500": lambda req: Reply(status=500, headers={"retry-after": "0"}, error="boom"),
+              "garbage": lambda req: Reply(body=b"<html>bad gateway</html>", headers={"retry-after": "0"})}
+    for name, handler in broken.items():  # another server is asked, not the cache
+        with ChatServer(handler) as other:
+            res, out, doc = run(runner, other, src, tmp_path, *args)
+        assert [i["status"] for i in doc["items"]] == ["SUMMARIZE_FAILED"] * 2, name
+        assert len(other.requests) == 2 and out.read_bytes() == src.read_bytes(), name
+
+
+# ---------------------------------------------------------------- the extractive backend's cost
+
+class CountingMessage(dict):
+    """A message that counts reads of its fields, to measure work without a clock."""
+
+    reads = [0]
+
+    def get(self, key, default=None):
+        self.reads[0] += 1
+        return super().get(key, default)
+
+
+def test_extractive_reads_each_message_a_bounded_number_of_times():
+    n = 3000  # quadratic before: each question looked at every later message (~2.2 million reads)
+    head = []
+    for i in range(n // 3):
+        head += [CountingMessage(role="user", content=f"Where is order A{i}? Please hurry."),
+                 CountingMessage(role="assistant", content=f"Order A{i} shipped. Anything else?"),
+                 CountingMessage(role="tool", tool_call_id=f"c{i}", content=f"A{i}: shipped")]
+    CountingMessage.reads[0] = 0
+    summary = ExtractiveBackend(TokenCounter().text).summarize_sync(
+        SummaryRequest(head=head, system_text="You are a support agent.", max_tokens=512))
+    assert "## open_questions\n- Assistant: Anything else?\n- User: Where is order A999?\n" in summary
+    assert CountingMessage.reads[0] <= 20 * n, CountingMessage.reads[0]

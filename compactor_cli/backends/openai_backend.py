@@ -3,7 +3,11 @@
 Async and bounded (``concurrency`` requests at once), with retries and exponential backoff that
 honour Retry-After on 429/5xx. The head is sent as quoted data; a head larger than the
 summariser's input budget is clipped and then summarised in chunks whose partial summaries are
-merged (hierarchically) into the final eight sections. The API key is never printed."""
+merged (hierarchically) into the final eight sections.
+
+Secrets (the API key, credentials in the base URL) never leave the backend: every error text is
+masked before it is cut, and an answer that echoes a secret is discarded, never cached or
+returned. Problems that do not fail a conversation (an unusable cache) go to ``warnings``."""
 
 from __future__ import annotations
 
@@ -17,12 +21,15 @@ import orjson
 from ..cache import SummaryCache, cache_key
 from ..errors import BackendError, UsageError
 from ..models import context_window
+from ..secrets import collect_secrets, contains_secret, mask_credentials, mask_secrets, redact_url
 from ..sections import SECTIONS, parse_sections
 from . import Answer, SummaryRequest
 from .transcript import clip_text, render_head
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_INPUT_TOKENS = 100_000
+DEFAULT_ENDPOINT = "https://api.openai.com/v1"  # the client's own default when no base URL is given
+ECHOED_SECRET = "the server echoed the API key; answer discarded"
 OUTPUT_MARGIN = 256  # tokens kept free beside prompt and answer for the server's own framing
 
 DEFAULT_INSTRUCTIONS = (
@@ -80,17 +87,45 @@ class OpenAIBackend:
         self._key = os.environ.get("OPENAI_API_KEY") or ""
         if not self._key and not self.base_url:
             raise UsageError("the openai backend needs OPENAI_API_KEY (or --base-url for a local server)")
+        self._secrets = collect_secrets(self._key, self.base_url)
+        # which server answers is part of the cache key; its credentials are not
+        self.endpoint = (redact_url(self.base_url) or DEFAULT_ENDPOINT).rstrip("/")
+        self.warnings: list[str] = []  # one line each, for the runner to print once
         self.count = count_tokens
         self.input_tokens = opts.summary_input_tokens or context_window(self.model) or DEFAULT_INPUT_TOKENS
         self.instructions = opts.instructions or DEFAULT_INSTRUCTIONS
-        self.cache = SummaryCache(opts.cache_dir) if opts.cache_dir else None
+        self.cache: SummaryCache | None = None
+        if opts.cache_dir:
+            self.cache = SummaryCache(opts.cache_dir)
+            self._check_cache()
         self._client: Any = None
         self._sem: asyncio.Semaphore | None = None
 
     # ---------------------------------------------------------------- plumbing
 
-    def _redact(self, text: str) -> str:
-        return text.replace(self._key, "***") if self._key else text
+    def _mask(self, text: str) -> str:
+        """Every string that leaves the backend goes through here, before any truncation."""
+        return mask_credentials(mask_secrets(text, self._secrets))
+
+    def _check_cache(self) -> None:
+        """An unusable cache is switched off with one warning; the run goes on uncached."""
+        if self.cache is not None and self.cache.problem:
+            self.warnings.append(self._mask(self.cache.problem))
+            self.cache.close()
+            self.cache = None
+
+    def _cache_get(self, key: str) -> str | None:
+        if self.cache is None:
+            return None
+        hit = self.cache.get(key)
+        self._check_cache()
+        # an entry written before answers were checked for secrets is not served
+        return hit if hit is not None and not contains_secret(hit, self._secrets) else None
+
+    def _cache_put(self, key: str, text: str) -> None:
+        if self.cache is not None:
+            self.cache.put(key, text)
+            self._check_cache()
 
     def _get_client(self) -> Any:
         if self._client is None:
@@ -129,6 +164,8 @@ class OpenAIBackend:
                 text = choices[0].message.content
                 if not text or not text.strip():
                     raise BackendError("the model returned an empty summary")
+                if contains_secret(text, self._secrets):
+                    raise BackendError(ECHOED_SECRET)
                 return text, attempt
             except BackendError:
                 raise
@@ -141,7 +178,7 @@ class OpenAIBackend:
                 retryable, reason, wait = True, f"malformed answer from the server ({type(exc).__name__})", None
             if not retryable or attempt > self.opts.retries:
                 tries = f" after {attempt} attempts" if attempt > 1 else ""
-                raise BackendError(self._redact(f"{reason}{tries}"))
+                raise BackendError(self._mask(f"{reason}{tries}"))
             await asyncio.sleep(min(60.0, wait) if wait is not None else min(30.0, self.opts.backoff * 2 ** (attempt - 1)))
 
     def _describe(self, exc: Any) -> str:
@@ -152,8 +189,11 @@ class OpenAIBackend:
             detail = str((body.get("error") or {}).get("message") if isinstance(body.get("error"), dict) else body.get("message") or "")
         elif isinstance(body, str):
             detail = body
+        elif status is None and exc.__cause__ is not None:  # connection errors: what the transport said
+            detail = str(exc.__cause__)
         what = f"server error {status}" if status else type(exc).__name__.replace("Error", " error").lower().strip()
-        return self._redact(f"{what}: {detail[:200]}" if detail else what)
+        detail = self._mask(detail)[:200]  # masked first: a cut must not leave the start of a key behind
+        return self._mask(f"{what}: {detail}" if detail else what)
 
     # ---------------------------------------------------------------- summarising
 
@@ -172,12 +212,18 @@ class OpenAIBackend:
         return budget
 
     async def summarize(self, request: SummaryRequest) -> Answer:
+        try:
+            return await self._summarize(request)
+        except BackendError as exc:
+            raise BackendError(self._mask(str(exc))) from None
+
+    async def _summarize(self, request: SummaryRequest) -> Answer:
         system = self._system_prompt(request.max_tokens, request.previous_tokens)
         key = None
         if self.cache is not None:
-            key = cache_key("openai", self.model, self.opts.temperature, system, request.max_tokens,
+            key = cache_key("openai", self.endpoint, self.model, self.opts.temperature, system, request.max_tokens,
                             self.input_tokens, request.system_text, orjson.dumps(request.head).decode())
-            hit = self.cache.get(key)
+            hit = self._cache_get(key)
             if hit is not None:
                 return Answer(hit, calls=0, cached=True)
         budget = self._chunk_budget(system, request.max_tokens)
@@ -198,10 +244,10 @@ class OpenAIBackend:
             partials, n = await self._merge(partials, system, budget, request.max_tokens)
             calls += n
         text = partials[0]
-        if key is not None and self.cache is not None:
+        if key is not None:
             try:
                 parse_sections(text)
-                self.cache.put(key, text)
+                self._cache_put(key, text)
             except BackendError:
                 pass
         return Answer(text, calls=calls)
