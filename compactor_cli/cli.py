@@ -84,7 +84,7 @@ def _explicit(name: str) -> bool:
 
 def _backend_config(backend: str, summary_model: str | None, base_url: str | None, temperature: float,
                     timeout: float, retries: int, concurrency: int, prompt_file: str | None,
-                    summary_input_tokens: int | None, cache_dir: str | None, no_cache: bool,
+                    summary_input_tokens: int | None, structured: str, cache_dir: str | None, no_cache: bool,
                     dry_run: bool = False) -> tuple[Any, dict[str, Any]]:
     """The summariser backend as a typed object, and the parameters the report records.
     openai-only options given to the extractive backend are a usage error (``--backend
@@ -119,11 +119,11 @@ def _backend_config(backend: str, summary_model: str | None, base_url: str | Non
             raise click.UsageError(f"cannot read --prompt-file {prompt_file}: {exc.strerror}") from None
     config = OpenAIConfig(model=summary_model, base_url=base_url, temperature=temperature, timeout=timeout,
                           retries=retries, concurrency=concurrency, instructions=instructions,
-                          summary_input_tokens=summary_input_tokens,
+                          summary_input_tokens=summary_input_tokens, structured=structured,
                           cache_dir=None if no_cache else (cache_dir or default_cache_dir()))
     params.update(summary_model=summary_model, base_url=redact_url(base_url), temperature=temperature,
                   timeout=timeout, retries=retries, concurrency=concurrency, prompt_file=prompt_file,
-                  summary_input_tokens=summary_input_tokens, cache=not no_cache)
+                  summary_input_tokens=summary_input_tokens, structured=structured, cache=not no_cache)
     return BackendConfig("openai", config), params
 
 

@@ -98,6 +98,10 @@ def _backend_opts(model_flag: str) -> list[Callable[[F], F]]:
         click.option("--summary-input-tokens", type=click.IntRange(min=1000), default=None,
                      help="Most tokens sent per model request [default: the model's context window from the "
                           "table, else 100000]; longer heads are clipped and summarised in chunks."),
+        click.option("--structured", type=click.Choice(["auto", "json", "markdown"]), default="auto",
+                     show_default=True,
+                     help="json: ask for the eight sections as a JSON schema (response_format); markdown: as "
+                          "headings; auto: try json, fall back to markdown once per run when the server refuses it."),
         click.option("--cache-dir", default=None, help="Summary cache directory [default: ~/.cache/xcompact]."),
         click.option("--no-cache", is_flag=True, help="Do not read or write the summary cache."),
     ]

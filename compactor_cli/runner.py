@@ -149,9 +149,9 @@ def run_command(settings: Settings, io: RunIO, emit: Emit,
         signal.signal(signal.SIGTERM, previous)
     if journal is not None:
         journal.save(complete=True, current=None)
-    for text in getattr(backend, "warnings", ()):  # e.g. a summary cache that could not be used
-        emit(f"warning: {text}")
     if not io.quiet:
+        for text in getattr(backend, "warnings", ()):  # e.g. a summary cache that could not be used
+            emit(f"warning: {text}")
         emit(report.summary())
     return report.exit_code
 

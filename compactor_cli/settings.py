@@ -28,6 +28,7 @@ class OpenAIConfig:
     concurrency: int = 4
     instructions: str | None = None  # the text of --prompt-file
     summary_input_tokens: int | None = None
+    structured: str = "auto"  # auto | json | markdown
     cache_dir: str | None = None  # None: no cache
 
 

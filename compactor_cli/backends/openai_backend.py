@@ -60,6 +60,7 @@ class OpenAIOptions:
     concurrency: int = 4
     instructions: str | None = None  # --prompt-file text
     summary_input_tokens: int | None = None
+    structured: str = "auto"  # auto | json | markdown (see issue: structured output)
     cache_dir: str | None = None
 
 
