@@ -122,18 +122,28 @@ class TokenCounter:
 class MemoTokens:
     """Counts tokens per message once: unchanged messages are shared (same objects) between a
     conversation before and after compaction, so counting the result re-encodes only what
-    changed. Lives for one record; keyed by object identity while both dumps are alive."""
+    changed. Lives for one record. Keyed by object identity, and each entry holds its message,
+    so a message freed between two counts cannot hand its address (and its count) to another."""
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
-        self.memo: dict[int, int] = {}
+        self.memo: dict[int, tuple[dict, int]] = {}
+
+    def message(self, m: dict) -> int:
+        hit = self.memo.get(id(m))
+        if hit is not None and hit[0] is m:
+            return hit[1]
+        n = self.counter.message(m)
+        self.memo[id(m)] = (m, n)
+        return n
 
     def conversation(self, messages: list[dict]) -> int:
         total = REPLY_PRIMING
         memo = self.memo
+        count = self.counter.message
         for m in messages:
-            n = memo.get(id(m))
-            if n is None:
-                n = memo[id(m)] = self.counter.message(m)
-            total += n
+            hit = memo.get(id(m))
+            if hit is None or hit[0] is not m:
+                hit = memo[id(m)] = (m, count(m))
+            total += hit[1]
         return total
