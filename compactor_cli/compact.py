@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from .backends import Backend
-from .conversation import META_KEY, estimated_message_length
+from .conversation import COUNTER_KEY, REPLACED_KEYS, estimated_message_length
 from .errors import UsageError
 from .status import Status
-from .summarize import DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS, head_tool_counts
-from .summary_store import COUNTER_KEY
+from .restore import remember as _remember
+from .summarize import DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS, NotSmallerError, head_tool_counts
 from .tier2 import SummarizeOptions, summarize_conversation
 from .tokens import MemoTokens, TokenCounter
 from .toolcall import DEFAULT_KEEP, reclaim_tool_results
@@ -81,31 +81,13 @@ def measure(dump: dict, policy: Policy, memo: MemoTokens | None, observed_ok: bo
     return memo.conversation(dump["messages"]), "counted"
 
 
-def _remember(new: dict, original: dict, keys: tuple[str, ...]) -> dict:
-    """Record, once, the input's values of keys the policy changes, so restore gives them back."""
-    meta = dict(new.get(META_KEY) or {})
-    replaced = dict(meta.get("replaced") or {})
-    absent = list(meta.get("absent") or [])
-    for key in keys:
-        if key in replaced or key in absent:
-            continue
-        if key in original:
-            replaced[key] = original[key]
-        else:
-            absent.append(key)
-    meta["replaced"] = replaced
-    if absent:
-        meta["absent"] = absent
-    return {**new, META_KEY: meta}
-
-
 def _with_counters(dump: dict, original: dict, **changes: Any) -> dict:
     counter = dict(dump.get(COUNTER_KEY) or {})
     counter.setdefault("summary_rounds", 0)
     counter.setdefault("toolcall_rounds", 0)
     counter.update(changes)
     new = {**dump, COUNTER_KEY: counter, "tokens_used": None}
-    return _remember(new, original, ("tokens_used", COUNTER_KEY))
+    return _remember(new, original, REPLACED_KEYS)
 
 
 async def compact_conversation(dump: dict, policy: Policy, backend: Backend | None,
@@ -165,14 +147,17 @@ async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None, cou
                  "reason": "ratio" if ratio_escalate else "escalation_rounds"}
         if status is Status.SUMMARIZED:
             changed = True
-            dump = _remember(summarised, original, ("tokens_used", COUNTER_KEY))
+            dump = _remember(summarised, original, REPLACED_KEYS)
             estimate, _ = measure(dump, policy, memo, observed_ok=False)
             entry.update(summarized_count=sfields["summarized_count"], estimate=estimate)
             fields.setdefault("backend", sfields.get("backend"))
             fields.setdefault("model", sfields.get("model"))
         elif status is Status.SUMMARIZE_FAILED:
-            summary_error = sfields.get("error")
-            entry["error"] = summary_error
+            entry["error"] = sfields.get("error")
+            if sfields.get("error_kind") == NotSmallerError.kind:
+                entry["error_kind"] = NotSmallerError.kind  # a smaller keep_recent can do better: next round
+            else:
+                summary_error = sfields.get("error")
         fields["rounds"].append(entry)
         if estimate <= threshold:
             fields["size_after"] = estimate

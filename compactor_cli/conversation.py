@@ -25,6 +25,28 @@ LENGTH_KEYS = frozenset({"content", "text", "reasoning", "reasoning_content"})
 ORIGINALS_KEY = "compacted_tool_results"
 #: Dump key where xcompact remembers facts needed to give back the exact input.
 META_KEY = "xcompact"
+#: Dump key of the tier-2 archive: one entry per summary round (see restore.py).
+ARCHIVE_KEY = "summarized_messages"
+#: Dump key of xun's round counters: ``{"summary_rounds": n, "toolcall_rounds": n}``.
+COUNTER_KEY = "compaction_counter"
+#: Keys whose values compact and summarize replace; their earlier values are kept for restore.
+REPLACED_KEYS = ("tokens_used", COUNTER_KEY)
+#: ``xcompact`` field mapping tool results to a store key other than their usual one (restore.py).
+ALIASES_FIELD = "tool_result_keys"
+#: ``xcompact`` field: the input had an empty ``compacted_tool_results`` (restore gives it back).
+EMPTY_STORE_FIELD = "empty_store"
+#: ``xcompact`` field: how many summary rounds were archived when compact recorded ``replaced``.
+ARCHIVED_FIELD = "archived_rounds"
+
+PLACEHOLDER_TEMPLATE = (
+    "[Compacted, ID: {id}. If this content is still needed, call extract_compacted_tool_result "
+    "with this ID or re-run the tool.]"
+)
+
+
+def placeholder_for(tool_call_id: str) -> str:
+    """Exactly xun's placeholder for a compacted tool result."""
+    return PLACEHOLDER_TEMPLATE.format(id=tool_call_id)
 
 
 @dataclass(frozen=True)
@@ -108,34 +130,34 @@ def _check_tool_calls(calls: Any, ptr: str) -> Iterator[Problem]:
                           f"arguments must be a JSON-encoded string, got {_type_name(fn['arguments'])}", True)
 
 
-def check_messages_shape(messages: Any) -> Iterator[Problem]:
-    """Shape and type errors (fatal), in message order."""
+def check_messages_shape(messages: Any, base: str = "/messages") -> Iterator[Problem]:
+    """Shape and type errors (fatal), in message order. ``base``: the pointer of the list."""
     if not isinstance(messages, list):
-        yield Problem("/messages", f"messages must be an array, got {_type_name(messages)}", True)
+        name = "messages" if base == "/messages" else base.rsplit("/", 1)[-1]
+        yield Problem(base, f"{name} must be an array, got {_type_name(messages)}", True)
         return
     for i, m in enumerate(messages):
         # Hot path (every message of every record): the pointer string is built and the
         # detailed generators entered only when a check fails.
         if type(m) is not dict:
-            yield Problem(f"/messages/{i}", f"a message must be an object, got {_type_name(m)}", True)
+            yield Problem(f"{base}/{i}", f"a message must be an object, got {_type_name(m)}", True)
             continue
         role = m.get("role")
         if type(role) is not str or role not in KNOWN_ROLES:
             if not isinstance(role, str):
-                yield Problem(f"/messages/{i}/role", "a message needs a string 'role'", True)
+                yield Problem(f"{base}/{i}/role", "a message needs a string 'role'", True)
             else:
-                yield Problem(f"/messages/{i}/role",
+                yield Problem(f"{base}/{i}/role",
                               f"unknown role {role!r}; expected one of {', '.join(sorted(KNOWN_ROLES))}", True)
             continue
         content = m.get("content")
         if content is not None and type(content) is not str:
-            yield from _check_content(content, f"/messages/{i}/content", role)
+            yield from _check_content(content, f"{base}/{i}/content", role)
         if len(m) > (2 if "content" in m else 1):  # role and content only: nothing more to check
-            yield from _check_other_keys(m, i, role)
+            yield from _check_other_keys(m, f"{base}/{i}", role)
 
 
-def _check_other_keys(m: dict, i: int, role: str) -> Iterator[Problem]:
-    ptr = f"/messages/{i}"
+def _check_other_keys(m: dict, ptr: str, role: str) -> Iterator[Problem]:
     if "name" in m and not isinstance(m["name"], str):
         yield Problem(f"{ptr}/name", f"name must be a string, got {_type_name(m['name'])}", True)
     for key in ("reasoning", "reasoning_content"):
@@ -188,12 +210,196 @@ def check_pairing(messages: list[dict]) -> Iterator[Problem]:
 def check_conversation(dump: dict) -> list[Problem]:
     """All problems of a normalised dump: fatal shape errors first; warnings only if none."""
     fatal = list(check_messages_shape(dump.get("messages")))
-    originals = dump.get(ORIGINALS_KEY)
-    if originals is not None and not isinstance(originals, dict):
-        fatal.append(Problem(f"/{ORIGINALS_KEY}", f"must be an object, got {_type_name(originals)}", True))
+    if len(dump) > 1:  # the keys xcompact reads and writes besides messages (usually absent)
+        fatal.extend(check_owned_keys(dump))
     if fatal:
         return fatal
     return list(check_pairing(dump["messages"]))
+
+
+# ---- the keys xcompact and xun own: restore and the tiers trust their shapes, so a malformed
+# one makes the record INVALID_INPUT (written unchanged) instead of a crash or a silent mangle.
+
+def _pointer_token(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _is_int(v: Any) -> bool:
+    return type(v) is int
+
+
+def _check_tokens_used(value: Any, ptr: str) -> Iterator[Problem]:
+    # as the schema: an integer (a float without fraction is one for JSON Schema) or null
+    if value is None or _is_int(value) or (type(value) is float and value.is_integer()):
+        return
+    yield Problem(ptr, f"tokens_used must be an integer or null, got {_type_name(value)}", True)
+
+
+def _check_counter(value: Any, ptr: str) -> Iterator[Problem]:
+    if not isinstance(value, dict):
+        yield Problem(ptr, f"{COUNTER_KEY} must be an object, got {_type_name(value)}", True)
+        return
+    for field in ("summary_rounds", "toolcall_rounds"):
+        v = value.get(field)
+        if v is not None and not (_is_int(v) and v >= 0):
+            yield Problem(f"{ptr}/{field}", f"{COUNTER_KEY}.{field} must be a non-negative integer or null, "
+                                            f"got {_describe(v)}", True)
+
+
+def _check_replaced_value(key: str, value: Any, ptr: str) -> Iterator[Problem]:
+    if key == "tokens_used":
+        yield from _check_tokens_used(value, ptr)
+    else:
+        yield from _check_counter(value, ptr)
+
+
+def _describe(v: Any) -> str:
+    return f"{v!r}" if _is_int(v) else _type_name(v)
+
+
+def _check_originals(value: Any) -> Iterator[Problem]:
+    ptr = f"/{ORIGINALS_KEY}"
+    if not isinstance(value, dict):
+        yield Problem(ptr, f"{ORIGINALS_KEY} must be an object (tool-call ID -> original content), "
+                           f"got {_type_name(value)}", True)
+        return
+    for key, content in value.items():
+        if content is not None and type(content) is not str:
+            if not isinstance(content, list):
+                yield Problem(f"{ptr}/{_pointer_token(key)}",
+                              f"{ORIGINALS_KEY} holds original contents: a string, null or a list of parts, "
+                              f"got {_type_name(content)}", True)
+            else:
+                yield from _check_content(content, f"{ptr}/{_pointer_token(key)}", "tool")
+
+
+def _check_archive(value: Any) -> Iterator[Problem]:
+    ptr = f"/{ARCHIVE_KEY}"
+    if not isinstance(value, list):
+        yield Problem(ptr, f"{ARCHIVE_KEY} must be an array of summary rounds, got {_type_name(value)}", True)
+        return
+    for j, entry in enumerate(value):
+        eptr = f"{ptr}/{j}"
+        if not isinstance(entry, dict):
+            yield Problem(eptr, f"a {ARCHIVE_KEY} entry must be an object, got {_type_name(entry)}", True)
+            continue
+        rnd = entry.get("round")
+        if not (_is_int(rnd) and rnd >= 1):
+            yield Problem(f"{eptr}/round", f"{ARCHIVE_KEY} entry needs a positive integer 'round', "
+                                           f"got {_describe(rnd)}", True)
+        dropped = entry.get("dropped", False)
+        if type(dropped) is not bool:
+            yield Problem(f"{eptr}/dropped", f"{ARCHIVE_KEY} entry 'dropped' must be a boolean, "
+                                             f"got {_type_name(dropped)}", True)
+            continue
+        if dropped:  # a round summarised with --originals drop: only its tool-call IDs are known
+            ids = entry.get("tool_call_ids")
+            if not isinstance(ids, list) or not all(type(x) is str for x in ids):
+                yield Problem(f"{eptr}/tool_call_ids", f"a {ARCHIVE_KEY} entry with dropped: true needs "
+                                                   "'tool_call_ids', an array of strings", True)
+            continue
+        head = entry.get("head")
+        if not isinstance(head, list):
+            yield Problem(f"{eptr}/head", f"{ARCHIVE_KEY} entry needs 'head', an array of messages, "
+                                          f"got {_type_name(head)}", True)
+        else:
+            yield from check_messages_shape(head, f"{eptr}/head")
+        system = entry.get("system")
+        if system is not None:
+            if not isinstance(system, dict):
+                yield Problem(f"{eptr}/system", f"{ARCHIVE_KEY} entry 'system' must be a message object or null, "
+                                                f"got {_type_name(system)}", True)
+            else:
+                for p in check_messages_shape([system], f"{eptr}/system"):
+                    yield Problem(f"{eptr}/system" + p.pointer[len(eptr) + 9:], p.message, True)
+        at = entry.get("forced_user_at")
+        if at is not None and not (_is_int(at) and isinstance(head, list) and 0 <= at <= len(head)):
+            span = f" (the head has {len(head)} messages)" if isinstance(head, list) else ""
+            yield Problem(f"{eptr}/forced_user_at", f"{ARCHIVE_KEY} entry 'forced_user_at' must be null or an "
+                                                    f"index into the head{span}, "
+                                                    f"got {_describe(at)}", True)
+        replaced = entry.get("replaced_keys")
+        if replaced is not None:
+            if not isinstance(replaced, dict):
+                yield Problem(f"{eptr}/replaced_keys", f"{ARCHIVE_KEY} entry 'replaced_keys' must be an object, "
+                                                       f"got {_type_name(replaced)}", True)
+            else:
+                for key in REPLACED_KEYS:
+                    if key in replaced:
+                        yield from _check_replaced_value(key, replaced[key], f"{eptr}/replaced_keys/{key}")
+
+
+def _check_meta(value: Any, dump: dict) -> Iterator[Problem]:
+    ptr = f"/{META_KEY}"
+    if not isinstance(value, dict):
+        yield Problem(ptr, f"{META_KEY} must be an object, got {_type_name(value)}", True)
+        return
+    replaced = value.get("replaced", {})
+    if not isinstance(replaced, dict):
+        yield Problem(f"{ptr}/replaced", f"{META_KEY}.replaced must be an object, got {_type_name(replaced)}", True)
+        replaced = {}
+    for key, v in replaced.items():
+        if key not in REPLACED_KEYS:
+            yield Problem(f"{ptr}/replaced/{_pointer_token(key)}",
+                          f"{META_KEY}.replaced may only hold {' and '.join(REPLACED_KEYS)}, not {key!r}", True)
+        else:
+            yield from _check_replaced_value(key, v, f"{ptr}/replaced/{key}")
+    absent = value.get("absent", [])
+    if not isinstance(absent, list) or not all(type(k) is str and k in REPLACED_KEYS for k in absent):
+        yield Problem(f"{ptr}/absent", f"{META_KEY}.absent must be an array of key names among "
+                                       f"{', '.join(REPLACED_KEYS)}", True)
+    elif any(k in replaced for k in absent):
+        yield Problem(f"{ptr}/absent", f"a key cannot be both in {META_KEY}.replaced and {META_KEY}.absent", True)
+    if "input_form" in value and value["input_form"] != "list":
+        yield Problem(f"{ptr}/input_form", f"{META_KEY}.input_form can only be \"list\", "
+                                           f"got {_type_name(value['input_form'])}", True)
+    if ARCHIVED_FIELD in value:
+        n, archived = value[ARCHIVED_FIELD], dump.get(ARCHIVE_KEY)
+        if not (_is_int(n) and 0 <= n <= (len(archived) if isinstance(archived, list) else 0)):
+            yield Problem(f"{ptr}/{ARCHIVED_FIELD}", f"{META_KEY}.{ARCHIVED_FIELD} must be an integer between 0 and "
+                                                     f"the number of {ARCHIVE_KEY} entries, got {_describe(n)}", True)
+    if EMPTY_STORE_FIELD in value and value[EMPTY_STORE_FIELD] is not True:
+        yield Problem(f"{ptr}/{EMPTY_STORE_FIELD}", f"{META_KEY}.{EMPTY_STORE_FIELD} can only be true, "
+                                                    f"got {_type_name(value[EMPTY_STORE_FIELD])}", True)
+    if ALIASES_FIELD in value:
+        yield from _check_aliases(value[ALIASES_FIELD], f"{ptr}/{ALIASES_FIELD}")
+
+
+def _check_aliases(value: Any, ptr: str) -> Iterator[Problem]:
+    if not isinstance(value, list):
+        yield Problem(ptr, f"{META_KEY}.{ALIASES_FIELD} must be an array, got {_type_name(value)}", True)
+        return
+    seen: set[tuple[str, int]] = set()
+    keys: set[str] = set()
+    for j, entry in enumerate(value):
+        ok = (isinstance(entry, dict) and type(entry.get("id")) is str and _is_int(entry.get("occurrence"))
+              and entry["occurrence"] >= 1 and (entry.get("key") is None or type(entry.get("key")) is str))
+        if not ok:
+            yield Problem(f"{ptr}/{j}", f"a {META_KEY}.{ALIASES_FIELD} entry must be "
+                                        '{"id": string, "occurrence": integer >= 1, "key": string or null}', True)
+            continue
+        slot = (entry["id"], entry["occurrence"])
+        if slot in seen or (entry.get("key") is not None and entry["key"] in keys):
+            yield Problem(f"{ptr}/{j}", f"{META_KEY}.{ALIASES_FIELD} names occurrence {slot[1]} of ID {slot[0]!r} "
+                                        "or its key twice", True)
+        seen.add(slot)
+        if entry.get("key") is not None:
+            keys.add(entry["key"])
+
+
+def check_owned_keys(dump: dict) -> Iterator[Problem]:
+    """Shapes of ``tokens_used``, ``compacted_tool_results``, ``summarized_messages``,
+    ``compaction_counter`` and ``xcompact`` (each may be absent)."""
+    if "tokens_used" in dump:
+        yield from _check_tokens_used(dump["tokens_used"], "/tokens_used")
+    if ORIGINALS_KEY in dump:
+        yield from _check_originals(dump[ORIGINALS_KEY])
+    if ARCHIVE_KEY in dump:
+        yield from _check_archive(dump[ARCHIVE_KEY])
+    if COUNTER_KEY in dump:
+        yield from _check_counter(dump[COUNTER_KEY], f"/{COUNTER_KEY}")
+    if META_KEY in dump:
+        yield from _check_meta(dump[META_KEY], dump)
 
 
 def _length(obj: Any) -> int:

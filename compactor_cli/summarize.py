@@ -9,12 +9,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .conversation import check_pairing, content_text
+from .conversation import ARCHIVE_KEY, COUNTER_KEY, ORIGINALS_KEY, check_pairing, content_text
 from .errors import BackendError
-from .summary_store import ARCHIVE_KEY, COUNTER_KEY
+from .restore import head_tool_counts, read_aliases, summarised_away_ids
+
+__all__ = ["ARCHIVE_KEY", "COUNTER_KEY", "Cut", "NotSmallerError", "build_summarised", "choose_cut_point",
+           "compaction_note", "head_tool_counts", "validate_replacement"]
 
 DEFAULT_KEEP_RECENT = 16  # xun's summary_keep_max
 DEFAULT_MAX_SUMMARY_TOKENS = 1024
+
+
+class NotSmallerError(BackendError):
+    """The summarised conversation would not be smaller than the input (a tiny head, say).
+    Unlike a server failure, a smaller --keep-recent can succeed: compact retries on it."""
+
+    kind = "not_smaller"
 
 
 @dataclass(frozen=True)
@@ -51,42 +61,58 @@ def choose_cut_point(messages: list[dict], keep_recent: int = DEFAULT_KEEP_RECEN
     return Cut(system, head, kept, forced)
 
 
-def compaction_note(summarised: int, kept: int, round_no: int) -> str:
-    return (f"[Compaction note: the {summarised} earlier messages of this conversation were summarised above "
+def compaction_note(summarised: int, kept: int, round_no: int, away_ids: list[str] | tuple[str, ...] = ()) -> str:
+    """The note after the summary. ``away_ids``: IDs of compacted tool results whose placeholders
+    were summarised away but whose originals are stored — listed all, since nothing else in the
+    conversation names them any more."""
+    note = (f"[Compaction note: the {summarised} earlier messages of this conversation were summarised above "
             f"(summary round {round_no}). The {kept} most recent messages follow verbatim. Compacted tool results "
-            "can be fetched with extract_compacted_tool_result and their ID.]")
+            "can be fetched with extract_compacted_tool_result and their ID.")
+    if away_ids:
+        note += (" Compacted tool results summarised away: " + ", ".join(away_ids)
+                 + " (fetch with extract_compacted_tool_result).")
+    return note + "]"
 
 
 def build_summarised(dump: dict, cut: Cut, summary: str, preserve_system: bool = False,
                      keep_originals: bool = True) -> dict:
     """The new dump: system message = [original system text +] summary + note; kept messages
     verbatim; tokens_used cleared; summary round counter + 1 (tool-round counter back to 0);
-    the replaced messages archived for restore unless ``keep_originals`` is False."""
+    the replaced messages archived for restore unless ``keep_originals`` is False — then, if the
+    dump holds originals or an archive, a small entry keeps the IDs of the summarised tool
+    results (so the numbering of stored originals goes on) and tells restore to stop there."""
     messages = dump["messages"]
     counter = dict(dump.get(COUNTER_KEY) or {})
     round_no = int(counter.get("summary_rounds") or 0) + 1
-    parts = []
-    if preserve_system and cut.system is not None:
-        parts.append(content_text(messages[cut.system].get("content")))
-    parts.append(summary)
-    parts.append(compaction_note(len(cut.head), len(cut.kept), round_no))
-    system_msg = {"role": "system", "content": "\n\n".join(p for p in parts if p)}
-    new_messages = [system_msg] + [messages[i] for i in cut.kept]
     new = dict(dump)
-    new["messages"] = new_messages
     new["tokens_used"] = None
     counter["summary_rounds"] = round_no
     counter["toolcall_rounds"] = 0
     new[COUNTER_KEY] = counter
+    head = [messages[i] for i in cut.head]
     if keep_originals:
         entry = {
             "round": round_no,
             "system": messages[cut.system] if cut.system is not None else None,
-            "head": [messages[i] for i in cut.head],
+            "head": head,
             "forced_user_at": _forced_position(cut),
             "replaced_keys": {k: dump[k] for k in ("tokens_used", COUNTER_KEY) if k in dump},
         }
         new[ARCHIVE_KEY] = list(dump.get(ARCHIVE_KEY) or []) + [entry]
+    elif dump.get(ORIGINALS_KEY) or dump.get(ARCHIVE_KEY) or read_aliases(dump):
+        ids = [m["tool_call_id"] for m in head if m.get("role") == "tool" and isinstance(m.get("tool_call_id"), str)]
+        new[ARCHIVE_KEY] = list(dump.get(ARCHIVE_KEY) or []) + [{"round": round_no, "dropped": True,
+                                                                 "tool_call_ids": ids}]
+    kept = [messages[i] for i in cut.kept]
+    new["messages"] = kept  # what summarised_away_ids looks at: the archive, the store, these
+    away = summarised_away_ids(new)
+    parts = []
+    if preserve_system and cut.system is not None:
+        parts.append(content_text(messages[cut.system].get("content")))
+    parts.append(summary)
+    parts.append(compaction_note(len(cut.head), len(cut.kept), round_no, away))
+    system_msg = {"role": "system", "content": "\n\n".join(p for p in parts if p)}
+    new["messages"] = [system_msg] + kept
     return new
 
 
@@ -108,15 +134,3 @@ def validate_replacement(old: dict, new: dict) -> None:
     had_user = any(m.get("role") == "user" for m in old["messages"])
     if had_user and not any(m.get("role") == "user" for m in new["messages"]):
         raise BackendError("the replacement has no user message")
-
-
-def head_tool_counts(dump: dict) -> dict[str, int]:
-    """How many tool results per ID the archived heads hold, so tier-1 keys of the messages
-    still in the conversation keep counting from there (see toolcall.tool_result_keys)."""
-    counts: dict[str, int] = {}
-    for entry in dump.get(ARCHIVE_KEY) or ():
-        for m in entry.get("head") or ():
-            if isinstance(m, dict) and m.get("role") == "tool" and isinstance(m.get("tool_call_id"), str):
-                counts[m["tool_call_id"]] = counts.get(m["tool_call_id"], 0) + 1
-    return counts
-

@@ -16,8 +16,8 @@ from .errors import BackendError, UsageError
 from .sections import canonical_summary
 from .settings import BackendConfig
 from .status import Status
-from .summarize import (DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS, build_summarised, choose_cut_point,
-                        validate_replacement)
+from .summarize import (DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS, NotSmallerError, build_summarised,
+                        choose_cut_point, validate_replacement)
 from .tokens import MemoTokens, TokenCounter
 
 
@@ -65,9 +65,12 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
         memo = MemoTokens(counter)
         before, after = memo.conversation(messages), memo.conversation(new["messages"])
         if after >= before:
-            raise BackendError(f"the result ({after} tokens) is not smaller than what it replaces ({before} tokens)")
+            raise NotSmallerError(f"the result ({after} tokens) is not smaller than what it replaces "
+                                  f"({before} tokens)")
     except BackendError as exc:
         fields.update(model_calls=calls, error=str(exc))
+        if isinstance(exc, NotSmallerError):
+            fields["error_kind"] = NotSmallerError.kind  # a smaller keep_recent can succeed (compact retries)
         return dump, Status.SUMMARIZE_FAILED, fields
     fields.update(summarized_count=len(cut.head), kept_count=len(cut.kept), summary_tokens=n,
                   forced_user=cut.forced_user is not None, model_calls=calls, cached=answer.cached,

@@ -2,8 +2,10 @@
 
 Pure functions over dumps (dicts); nothing here reads or writes files. The originals are kept
 in the dump under ``compacted_tool_results`` so that ``extract`` and ``restore`` can give them
-back exactly. Tool-call IDs are reused in real transcripts, so the key of a result is its ID for
-the first result with that ID in the conversation and ``"<ID>#<k>"`` for the k-th (k >= 2).
+back exactly. The key of a result is its ID for the first result with that ID in the
+conversation and ``"<ID>#<k>"`` for the k-th (k >= 2); when that key is already taken the
+result gets a fresh key recorded in ``xcompact.tool_result_keys``, so nothing stored is ever
+overwritten (see restore.py).
 """
 
 from __future__ import annotations
@@ -11,30 +13,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .conversation import META_KEY, ORIGINALS_KEY, content_length, estimated_message_length
+from .conversation import (EMPTY_STORE_FIELD, META_KEY, ORIGINALS_KEY, PLACEHOLDER_TEMPLATE, content_length,
+                           estimated_message_length, placeholder_for)
 from .errors import InvalidInputError
-from .summary_store import restore_summaries
+from .restore import (KeyAllocator, find_stored, originals_key, read_aliases, restore_conversation, restore_details,
+                      restore_tool_results, slot_key, tool_slots, with_aliases)
 
-PLACEHOLDER_TEMPLATE = (
-    "[Compacted, ID: {id}. If this content is still needed, call extract_compacted_tool_result "
-    "with this ID or re-run the tool.]"
-)
+__all__ = ["PLACEHOLDER_TEMPLATE", "DEFAULT_KEEP", "META_KEY", "ToolCallCompactResult", "extract_tool_result",
+           "originals_key", "placeholder_for", "reclaim_tool_results", "restore_conversation", "restore_details",
+           "restore_tool_results", "tool_result_keys"]
+
 DEFAULT_KEEP = 12  # xun's toolcall_keep_max
 
 
-def placeholder_for(tool_call_id: str) -> str:
-    return PLACEHOLDER_TEMPLATE.format(id=tool_call_id)
-
-
-def originals_key(tool_call_id: str, occurrence: int) -> str:
-    """Key under which the original of the ``occurrence``-th result with this ID is kept."""
-    return tool_call_id if occurrence == 1 else f"{tool_call_id}#{occurrence}"
-
-
 def tool_result_keys(messages: list[dict], first_occurrence: dict[str, int] | None = None) -> dict[int, str]:
-    """Map index of each tool message with an ID to its originals key, counting repeated IDs.
-
-    ``first_occurrence`` carries counts of results that came earlier (e.g. summarised away)."""
+    """Map index of each tool message with an ID to its usual originals key, counting repeated
+    IDs (``first_occurrence``: counts of results that came earlier, e.g. summarised away).
+    The key actually used can differ when this one was taken: see restore.slot_key."""
     seen = dict(first_occurrence or {})
     keys: dict[int, str] = {}
     for i, m in enumerate(messages):
@@ -57,13 +52,20 @@ class ToolCallCompactResult:
     compacted_indices: list[int] = field(default_factory=list)
 
 
-def reclaim_tool_results(dump: dict, keep: int = DEFAULT_KEEP, keep_originals: bool = True,
-                         key_offsets: dict[str, int] | None = None) -> tuple[dict, ToolCallCompactResult]:
+def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_originals: bool = True,
+                         key_offsets: dict[str, int] | None = None) -> tuple[Any, ToolCallCompactResult]:
     """Replace tool results older than the most recent ``keep`` by placeholders.
 
-    A result is replaced only where the placeholder is shorter; one already compacted is left
-    alone and not counted. Returns a new dump; the input is not modified.
+    ``dump`` is a dumps() dict, or a bare list of messages: then the result is a list again
+    when nothing had to be stored (``keep_originals=False`` or nothing compacted), otherwise a
+    dump ``{"messages": [...], "compacted_tool_results": {...}}``. A result is replaced only
+    where the placeholder is shorter; one already compacted is left alone and not counted.
+    ``key_offsets`` (how many results per ID the archive holds) is computed from the dump when
+    not given. Returns a new dump; the input is not modified.
     """
+    if isinstance(dump, list):
+        new, result = reclaim_tool_results({"messages": dump}, keep, keep_originals, key_offsets)
+        return (new["messages"] if list(new) == ["messages"] else new), result
     if keep < 0:
         raise ValueError("keep must be >= 0")
     messages: list[dict] = dump["messages"]
@@ -74,9 +76,11 @@ def reclaim_tool_results(dump: dict, keep: int = DEFAULT_KEEP, keep_originals: b
     result.length_before = result.length_after = before
     if not old:
         return dump, result
-    keys = tool_result_keys(messages, key_offsets) if keep_originals else {}
     new_messages = list(messages)
     originals = dict(dump.get(ORIGINALS_KEY) or {})
+    keys: KeyAllocator | None = None
+    # dropping originals into a dump that stores none needs no keys at all (the hot path)
+    need_keys = keep_originals or bool(originals) or bool(read_aliases(dump))
     saved = 0
     for i in old:
         m = messages[i]
@@ -92,8 +96,13 @@ def reclaim_tool_results(dump: dict, keep: int = DEFAULT_KEEP, keep_originals: b
         if len(placeholder) >= old_len:
             continue
         new_messages[i] = {**m, "content": placeholder}
-        if keep_originals:
-            originals.setdefault(keys[i], content)
+        if need_keys:
+            if keys is None:  # built once, only when something is compacted
+                keys = KeyAllocator(dump, key_offsets, originals)
+            if keep_originals:
+                keys.store(i, cid, content)
+            else:
+                keys.drop(i, cid)
         saved += old_len - len(placeholder)
         result.compacted_indices.append(i)
     result.reclaimed_count = len(result.compacted_indices)
@@ -104,66 +113,40 @@ def reclaim_tool_results(dump: dict, keep: int = DEFAULT_KEEP, keep_originals: b
     new_dump = dict(dump)
     new_dump["messages"] = new_messages
     if keep_originals:
+        if ORIGINALS_KEY in dump and not dump[ORIGINALS_KEY] and originals:
+            new_dump[META_KEY] = {**(dump.get(META_KEY) or {}), EMPTY_STORE_FIELD: True}  # restore gives {} back
         new_dump[ORIGINALS_KEY] = originals
+    if keys is not None and keys.changed:
+        new_dump = with_aliases(new_dump, keys.aliases)
     return new_dump, result
-
-
-def restore_tool_results(dump: dict) -> tuple[dict, int]:
-    """Put back every placeholder whose original is stored; drop the store once empty.
-
-    Returns the new dump and how many results were restored."""
-    originals = dump.get(ORIGINALS_KEY)
-    if not originals:
-        return dump, 0
-    messages = dump["messages"]
-    keys = tool_result_keys(messages)  # after restore_summaries: the whole conversation is back
-    remaining = dict(originals)
-    new_messages = list(messages)
-    restored = 0
-    for i, key in keys.items():
-        m = messages[i]
-        if key in remaining and m.get("content") == placeholder_for(m["tool_call_id"]):
-            new_messages[i] = {**m, "content": remaining.pop(key)}
-            restored += 1
-    new_dump = dict(dump)
-    new_dump["messages"] = new_messages
-    if remaining:
-        new_dump[ORIGINALS_KEY] = remaining
-    else:
-        del new_dump[ORIGINALS_KEY]
-    return new_dump, restored
-
-
-def restore_conversation(dump: dict) -> tuple[dict, int]:
-    """Give back the conversation as it was before xcompact (and xun) compacted it."""
-    dump, rounds = restore_summaries(dump)  # the tier-2 archive first, then the placeholders
-    dump, restored = restore_tool_results(dump)
-    meta = dump.get(META_KEY)
-    if META_KEY in dump:
-        dump = {k: v for k, v in dump.items() if k != META_KEY}
-        replaced = meta.get("replaced") if isinstance(meta, dict) else None
-        for key, value in (replaced or {}).items():  # keys compact changed, as they were first
-            dump[key] = value
-        for key in (meta.get("absent") or []) if isinstance(meta, dict) else []:
-            dump.pop(key, None)
-    return dump, restored + rounds
 
 
 def extract_tool_result(dump: dict, tool_call_id: str, occurrence: int | None = None) -> tuple[Any, int]:
     """The original content of a compacted result, and how many compacted results share the ID.
 
-    With a repeated ID and no ``occurrence``, the first (oldest) result with that ID is returned,
-    as a plain ``compacted_tool_results[ID]`` look-up (what xun's extract tool does) gives."""
+    With a repeated ID and no ``occurrence``, the first (oldest) stored result with that ID is
+    returned, as a plain ``compacted_tool_results[ID]`` look-up (what xun's extract tool does)
+    gives; an original stored by xun for a result no longer in the conversation is found by
+    that look-up too."""
     originals = dump.get(ORIGINALS_KEY) or {}
-    prefix = tool_call_id + "#"
-    shared = sum(1 for k in originals if k == tool_call_id or
-                 (k.startswith(prefix) and k[len(prefix):].isdigit()))
-    key = originals_key(tool_call_id, occurrence or 1)
-    if key not in originals:
-        if shared and occurrence is None:  # only later occurrences were compacted
-            key = min((k for k in originals if k.startswith(prefix) and k[len(prefix):].isdigit()),
-                      key=lambda k: int(k[len(prefix):]))
-        else:
-            which = f" (occurrence {occurrence})" if occurrence else ""
-            raise InvalidInputError(f"no compacted tool result with ID {tool_call_id!r}{which}")
-    return originals[key], shared
+    found = find_stored(dump, tool_call_id)
+    if occurrence is None:
+        if found:
+            return originals[found[0][1]], len(found)
+        if tool_call_id in originals and _unclaimed(dump, tool_call_id):
+            return originals[tool_call_id], 1
+    else:
+        for k, key in found:
+            if k == occurrence:
+                return originals[key], len(found)
+    which = f" (occurrence {occurrence})" if occurrence else ""
+    raise InvalidInputError(f"no compacted tool result with ID {tool_call_id!r}{which}")
+
+
+def _unclaimed(dump: dict, key: str) -> bool:
+    """True when no result of the conversation (nor any alias) uses ``key``: an original stored
+    by xun under the plain ID for a result its summary removed."""
+    aliases = read_aliases(dump)
+    if key in aliases.values():
+        return False
+    return all(slot_key(s, aliases) != key and originals_key(s.cid, s.occurrence) != key for s in tool_slots(dump))

@@ -1,5 +1,6 @@
 """Hypothesis strategies: agent conversations with parallel tool calls, list-of-parts content,
-reasoning fields, non-ASCII text, reused tool-call IDs and already-compacted results."""
+reasoning fields, non-ASCII text, reused tool-call IDs and already-compacted results; and
+adversarial ones: IDs that look like other results' keys, stores with stale keys."""
 
 from __future__ import annotations
 
@@ -24,14 +25,16 @@ def content(draw) -> object:
 
 
 @st.composite
-def conversations(draw, reuse_ids: bool = True, allow_compacted: bool = True) -> dict:
-    """A valid conversation (tool pairing holds); IDs may repeat across rounds."""
+def conversations(draw, reuse_ids: bool = True, allow_compacted: bool = True, max_turns: int = 8,
+                  ids=None) -> dict:
+    """A valid conversation (tool pairing holds); IDs may repeat across rounds (drawn from
+    ``ids`` when given)."""
     messages: list[dict] = []
     if draw(st.booleans()):
         messages.append({"role": "system", "content": draw(TEXT)})
-    id_pool = draw(st.lists(SHORT, min_size=1, max_size=6, unique=True))
+    id_pool = draw(st.lists(ids if ids is not None else SHORT, min_size=1, max_size=6, unique=True))
     counter = 0
-    for _ in range(draw(st.integers(0, 8))):
+    for _ in range(draw(st.integers(0, max_turns))):
         kind = draw(st.sampled_from(["user", "assistant", "tools", "tools", "developer"]))
         if kind in ("user", "developer"):
             messages.append({"role": kind, "content": content(draw)})
@@ -71,4 +74,24 @@ def conversations(draw, reuse_ids: bool = True, allow_compacted: bool = True) ->
     if draw(st.booleans()):
         dump["tokens_used"] = draw(st.integers(0, 10**6))
         dump["zz_custom"] = draw(SHORT)
+    return dump
+
+
+#: IDs chosen to collide with other results' keys: reused, '#k' suffixes, '#' inside, empty,
+#: and the shapes of fresh keys ('~n').
+ADVERSARIAL_IDS = st.one_of(
+    st.sampled_from(["a", "a#2", "a#3", "a#2#2", "#2", "", "#", "a~1", "a#2~1", "b", "b#1", "call_0", "call_0#2"]),
+    st.text(alphabet="ab#~2", max_size=5))
+
+
+@st.composite
+def adversarial_dumps(draw, max_turns: int = 8) -> dict:
+    """A conversation over ADVERSARIAL_IDS whose store may already hold keys: stale ones, ones
+    equal to results' keys, originals of placeholders the conversation holds."""
+    dump = draw(conversations(max_turns=max_turns, ids=ADVERSARIAL_IDS))
+    if draw(st.booleans()):
+        ids = [m["tool_call_id"] for m in dump["messages"] if m["role"] == "tool"]
+        candidates = ids + [f"{i}#2" for i in ids] + [f"{i}~1" for i in ids] + ["a", "a#2", "", "zz"]
+        keys = draw(st.lists(st.sampled_from(candidates), max_size=5, unique=True))
+        dump["compacted_tool_results"] = {k: draw(st.one_of(TEXT, st.just(f"stale {k}"))) for k in keys}
     return dump

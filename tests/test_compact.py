@@ -118,11 +118,66 @@ def test_message_threshold():
     assert fields["threshold_unit"] == "messages"
 
 
-@settings(max_examples=40, deadline=None)
-@given(conversations(), st.integers(50, 3000), st.integers(0, 6), st.integers(0, 8))
-def test_restore_after_compact_gives_back_the_input(dump, threshold, keep, keep_recent):
-    new, status, _ = compact(dump, token_threshold=threshold, keep=keep, keep_recent=keep_recent)
+@settings(max_examples=60, deadline=None)
+@given(conversations(max_turns=30), st.integers(20, 800), st.integers(0, 6), st.integers(0, 8), st.booleans())
+def test_restore_after_compact_gives_back_the_input(dump, threshold, keep, keep_recent, keep_originals):
+    new, status, fields = compact(dump, token_threshold=threshold, keep=keep, keep_recent=keep_recent,
+                                  keep_originals=keep_originals, max_retries=3)
+    assert fields["tokens_after"] == tokens(new), "the report must count what is written"
+    assert fields["tokens_before"] == tokens(dump)
+    if keep_originals:
+        assert restore_conversation(new)[0] == dump
+
+
+@pytest.mark.parametrize("rounds, threshold, keep_recent", [(29, 100, 2), (28, 500, 16), (12, 300, 6)])
+def test_originals_drop_reports_the_tokens_of_what_it_writes(rounds, threshold, keep_recent):
+    """Each round frees the previous round's messages; a memo keyed by their addresses gave
+    their counts to new messages allocated there."""
+    dump = long_conv(rounds=rounds)
+    del dump["tokens_used"]
+    new, status, fields = compact(dump, token_threshold=threshold, keep=4, keep_recent=keep_recent,
+                                  keep_originals=False, max_retries=3)
+    assert status is Status.SUMMARIZED or status is Status.STILL_OVER
+    assert fields["tokens_after"] == tokens(new)
+
+
+def chatty(turns: int = 20) -> dict:
+    """Two tiny messages, then long plain turns: no tool results for tier 1 to reclaim."""
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "ok"}]
+    for i in range(turns):
+        messages.append({"role": "user", "content": f"Tell me about topic {i}. " + "Some detail here. " * 40})
+        messages.append({"role": "assistant", "content": f"Topic {i} is broad. " + "An explanation follows. " * 40})
+    return {"messages": messages}
+
+
+def test_a_summary_that_would_not_be_smaller_takes_the_next_round():
+    """keep_recent 40 leaves a head of two tiny messages: its summary cannot be smaller. That is
+    not a server failure: the next round halves keep_recent and the summary succeeds."""
+    dump = chatty()
+    new, status, fields = compact(dump, token_threshold=tokens(dump) // 3, keep_recent=40, max_retries=2)
+    tier2 = [r for r in fields["rounds"] if r["tier"] == 2]
+    assert tier2[0]["status"] == "SUMMARIZE_FAILED" and tier2[0]["error_kind"] == "not_smaller"
+    assert "not smaller" in tier2[0]["error"]
+    assert tier2[1]["keep_recent"] == 20 and tier2[1]["status"] == "SUMMARIZED"
+    assert status in (Status.SUMMARIZED, Status.STILL_OVER) and status is not Status.SUMMARIZE_FAILED
     assert restore_conversation(new)[0] == dump
+
+
+def test_a_server_failure_does_not_take_the_next_round():
+    from compactor_cli.errors import BackendError
+
+    class Down:
+        name, model = "down", None
+
+        async def summarize(self, request):
+            raise BackendError("HTTP 503 from the server")
+
+    dump = chatty()
+    new, status, fields = asyncio.run(compact_conversation(dump, Policy(token_threshold=tokens(dump) // 3,
+                                                                        keep_recent=4), Down(), COUNTER))
+    assert status is Status.SUMMARIZE_FAILED and "503" in fields["error"]
+    assert [r["tier"] for r in fields["rounds"]] == [1, 2] and "error_kind" not in fields["rounds"][1]
 
 
 # ---- CLI: --check, --dry-run, the report

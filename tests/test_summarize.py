@@ -137,6 +137,7 @@ def test_a_summary_that_does_not_shrink_fails_and_leaves_the_conversation():
     new, status, fields = summarize(dump, keep_recent=1)
     assert status is Status.SUMMARIZE_FAILED and new is dump
     assert "not smaller than what it replaces" in fields["error"]
+    assert fields["error_kind"] == "not_smaller"  # typed: compact retries on it, not on server failures
 
 
 def test_summary_stays_within_small_budgets():
@@ -146,13 +147,18 @@ def test_summary_stays_within_small_budgets():
 
 
 @settings(max_examples=60, deadline=None)
-@given(conversations(), st.integers(0, 8), st.sampled_from([64, 200, 1024]))
-def test_properties_pairing_restore_budget(dump, keep, budget):
-    new, status, fields = summarize(dump, keep_recent=keep, max_summary_tokens=budget)
+@given(conversations(), st.integers(0, 8), st.sampled_from([64, 200, 1024]), st.booleans())
+def test_properties_pairing_restore_budget(dump, keep, budget, keep_originals):
+    new, status, fields = summarize(dump, keep_recent=keep, max_summary_tokens=budget, keep_originals=keep_originals)
     if status is Status.SUMMARIZED:
         assert fields["summary_tokens"] <= budget
         assert not [p for p in check_conversation(new) if "answers no call" in p.message or "has no result" in p.message]
-        assert restore_conversation(new)[0] == dump
+        assert fields["tokens_after"] == COUNTER.conversation(new["messages"])
+        assert fields["tokens_before"] == COUNTER.conversation(dump["messages"])
+        if keep_originals:
+            assert restore_conversation(new)[0] == dump
+        else:
+            assert "summarized_messages" not in new  # nothing stored before: nothing to keep track of
     else:
         assert new is dump
 
