@@ -85,10 +85,10 @@ ADVERSARIAL_IDS = st.one_of(
 
 
 @st.composite
-def adversarial_dumps(draw, max_turns: int = 8) -> dict:
+def adversarial_dumps(draw, max_turns: int = 8, allow_compacted: bool = True) -> dict:
     """A conversation over ADVERSARIAL_IDS whose store may already hold keys: stale ones, ones
     equal to results' keys, originals of placeholders the conversation holds."""
-    dump = draw(conversations(max_turns=max_turns, ids=ADVERSARIAL_IDS))
+    dump = draw(conversations(max_turns=max_turns, ids=ADVERSARIAL_IDS, allow_compacted=allow_compacted))
     if draw(st.booleans()):
         ids = [m["tool_call_id"] for m in dump["messages"] if m["role"] == "tool"]
         candidates = ids + [f"{i}#2" for i in ids] + [f"{i}~1" for i in ids] + ["a", "a#2", "", "zz"]

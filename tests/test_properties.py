@@ -11,7 +11,7 @@ from compactor_cli import (check_conversation, estimated_message_length, placeho
                            restore_conversation)
 from compactor_cli.files import dump_bytes, parse_record
 
-from strategies import conversations
+from strategies import adversarial_dumps, conversations
 
 KEEP = st.integers(0, 6)
 
@@ -120,5 +120,18 @@ def test_every_command_restores_through_bytes_in_both_shapes(dump, run_settings,
     raw = orjson.dumps(record) + b"\n"
     out = _run_one(run_settings, raw)
     again = _run_one(run_settings, out)  # a second run never loses the way back either
+    restored = _run_one(Settings("restore"), again)
+    assert orjson.loads(restored) == record
+
+
+@settings(max_examples=100, deadline=None)
+@given(adversarial_dumps(allow_compacted=False), SETTINGS, st.booleans())
+def test_adversarial_ids_and_stale_stores_restore_exactly_through_bytes(dump, run_settings, as_list):
+    """IDs spelled like other results' keys ('a#2', '', '#'), reused IDs, stores holding stale
+    keys: two runs of any command, then restore, give back the input exactly."""
+    record = dump["messages"] if as_list and list(dump) == ["messages"] else dump
+    raw = orjson.dumps(record) + b"\n"
+    out = _run_one(run_settings, raw)
+    again = _run_one(run_settings, out)
     restored = _run_one(Settings("restore"), again)
     assert orjson.loads(restored) == record
