@@ -78,7 +78,7 @@ def _open_journal(settings: Settings, io: RunIO, targets: list[Target], emit: Em
     return journal
 
 
-def _check_report_partial(journal: Journal, io: RunIO, emit: Emit) -> None:
+def _check_report_partial(journal: Journal, io: RunIO, targets: list[Target], emit: Emit) -> None:
     """A resumed report must be the one this run wrote; else the run starts afresh (refused when
     inputs were already rewritten in place, since running them again would compact them twice)."""
     state = journal.state.get("report")
@@ -93,6 +93,10 @@ def _check_report_partial(journal: Journal, io: RunIO, emit: Emit) -> None:
                          "rewritten in place; run without --resume on the inputs not yet done")
     emit(f"warning: cannot resume: {problem}; starting the run afresh")
     remove_partial(state.get("partial"), io.report_path)
+    cur = journal.state.get("current") or {}
+    index = cur.get("index")
+    if isinstance(index, int) and 0 <= index < len(targets) and targets[index].path:
+        remove_partial(cur.get("partial"), targets[index].path)
     journal.start_afresh()
 
 
@@ -109,7 +113,7 @@ def run_command(settings: Settings, io: RunIO, emit: Emit,
             emit("nothing to resume: this run already finished (run without --resume to start again)")
         return EXIT_OK
     if journal is not None:
-        _check_report_partial(journal, io, emit)
+        _check_report_partial(journal, io, plan.targets, emit)
     resumed = journal is not None and journal.resumed
     report = Report(command=settings.command, parameters=io.parameters, report_path=io.report_path,
                     resume_state=journal.state.get("report") if resumed and journal else None)

@@ -147,8 +147,6 @@ def test_resume_after_tampering_equals_an_uninterrupted_run(dataset, tmp_path, c
         assert os.listdir(out_dir) == ["out.jsonl"]  # journal cannot name the partials it left
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a resume that restarts because the report's partial file is gone "
-                                       "leaves the killed run's output partial (.xcompact-*.partial) behind")
 def test_resume_that_restarts_for_a_missing_report_partial_leaves_no_stale_partial(dataset, tmp_path):
     """Defect 9 (found while testing it): the journal names the output's partial file, so a
     run that starts afresh can remove it; the output directory must hold only the output."""
