@@ -9,28 +9,39 @@ The library works on plain dicts and does no I/O::
 
 __version__ = "0.1.0"
 
-from .errors import XCompactError, InvalidInputError, UsageError, OutputError, BackendError
-from .conversation import (
-    KNOWN_ROLES,
-    ORIGINALS_KEY,
-    Problem,
-    check_conversation,
-    estimated_message_length,
-    normalize_record,
-)
+from typing import Any
+
+from .errors import BackendError, InvalidInputError, OutputError, UsageError, XCompactError
 from .status import Status
-from .toolcall import (
-    PLACEHOLDER_TEMPLATE,
-    ToolCallCompactResult,
-    extract_tool_result,
-    placeholder_for,
-    reclaim_tool_results,
-    restore_conversation,
-)
-from .files import load_conversations
-from .summarize import choose_cut_point
-from .tier2 import summarize_dump
-from .compact import Policy, compact_dump
+
+#: Public names and the module that defines each: imported on first use (PEP 562), so the
+#: command line pays only for what a command needs (``toolcall`` never loads a summariser).
+_LAZY = {
+    "KNOWN_ROLES": "conversation", "ORIGINALS_KEY": "conversation", "Problem": "conversation",
+    "check_conversation": "conversation", "estimated_message_length": "conversation",
+    "normalize_record": "conversation",
+    "PLACEHOLDER_TEMPLATE": "toolcall", "ToolCallCompactResult": "toolcall", "extract_tool_result": "toolcall",
+    "placeholder_for": "toolcall", "reclaim_tool_results": "toolcall", "restore_conversation": "toolcall",
+    "restore_details": "restore",
+    "load_conversations": "files", "choose_cut_point": "summarize", "summarize_dump": "tier2",
+    "Policy": "compact", "compact_dump": "compact",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'compactor_cli' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "__version__",
@@ -39,22 +50,6 @@ __all__ = [
     "UsageError",
     "OutputError",
     "BackendError",
-    "KNOWN_ROLES",
-    "ORIGINALS_KEY",
-    "Problem",
-    "check_conversation",
-    "estimated_message_length",
-    "normalize_record",
     "Status",
-    "PLACEHOLDER_TEMPLATE",
-    "ToolCallCompactResult",
-    "extract_tool_result",
-    "placeholder_for",
-    "reclaim_tool_results",
-    "restore_conversation",
-    "load_conversations",
-    "choose_cut_point",
-    "summarize_dump",
-    "Policy",
-    "compact_dump",
+    *_LAZY,
 ]

@@ -24,7 +24,7 @@ from .hints import hint_for
 from .settings import Settings
 from .status import Status
 from .tokens import MemoTokens, TokenCounter
-from .toolcall import placeholder_for, reclaim_tool_results, restore_conversation
+from .toolcall import reclaim_tool_results
 
 #: Warnings listed per item in the report; the count is always exact.
 MAX_WARNINGS_LISTED = 20
@@ -55,20 +55,16 @@ def op_toolcall(dump: dict, settings: Settings) -> Result:
                          "length_after": res.length_after}
 
 
-def _orphan_placeholders(dump: dict) -> int:
-    """Placeholders with no original to put back (the file was written with --originals drop)."""
-    return sum(1 for m in dump["messages"] if m.get("role") == "tool" and isinstance(m.get("tool_call_id"), str)
-               and m.get("content") == placeholder_for(m["tool_call_id"]))
-
-
 def op_restore(dump: dict, settings: Settings) -> Result:
-    new, restored = restore_conversation(dump)
+    from .restore import restore_details
+
+    new, restored, missing = restore_details(dump)
     fields: dict[str, Any] = {"restored_count": restored}
-    orphans = _orphan_placeholders(new)
-    if orphans:
-        fields["placeholders_left"] = orphans
-        fields["warning"] = (f"{orphans} placeholder{'s' if orphans != 1 else ''} without a stored original "
-                             "stay (the file was compacted with --originals drop)")
+    if missing:
+        fields["missing_count"] = missing
+        fields["warning"] = (f"{missing} placeholder{'s' if missing != 1 else ''} or summary round"
+                             f"{'s' if missing != 1 else ''} could not be given back: no original is stored "
+                             "(compacted with --originals drop, or by another tool); they stay as they are")
     return new, Status.RESTORED if new is not dump else Status.NOTHING_TO_RESTORE, fields
 
 
