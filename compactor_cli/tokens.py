@@ -25,6 +25,10 @@ TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 TOKENS_PER_TOOL_CALL = 3
 REPLY_PRIMING = 3
+#: Texts shorter than this are encoded directly (a look-up saves nothing); the memo of longer
+#: ones holds at most MEMO_CHARS characters (about 4 bytes each with the dict: ~130 MB at most).
+MEMO_MIN_CHARS = 32
+MEMO_CHARS = 32 * 2**20
 
 _OPENAI_URLS = {
     "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
@@ -77,9 +81,24 @@ class TokenCounter:
         self._encode: Callable[[str], list[int]] = enc.encode_ordinary
         self.name = encoding if self.exact else "cl100k_base"
         self._short: dict[str, int] = {}
+        self._memo: dict[str, int] = {}
+        self._memo_chars = 0
 
     def text(self, s: str) -> int:
-        return len(self._encode(s)) if s else 0
+        """Tokens of ``s``, each distinct text encoded once per run: datasets repeat most of their
+        text (the same system prompt in every conversation, the same tool outputs), and a dict
+        look-up costs a hash and a compare against tiktoken's encode. The memo is bounded by the
+        characters it holds (MEMO_CHARS) and starts over when full."""
+        if len(s) < MEMO_MIN_CHARS:
+            return len(self._encode(s)) if s else 0
+        n = self._memo.get(s)
+        if n is None:
+            n = self._memo[s] = len(self._encode(s))
+            self._memo_chars += len(s)
+            if self._memo_chars > MEMO_CHARS:
+                self._memo.clear()
+                self._memo_chars = 0
+        return n
 
     def short(self, s: str) -> int:
         """Roles and function names repeat endlessly: remember their counts."""
@@ -101,11 +120,19 @@ class TokenCounter:
     def message_overhead(self, m: dict) -> int:
         """Everything of a message but its content."""
         n = TOKENS_PER_MESSAGE + self.short(m.get("role", ""))
-        if isinstance(m.get("name"), str):
-            n += TOKENS_PER_NAME + self.text(m["name"])
+        if len(m) > (2 if "content" in m else 1):  # role and content only: nothing more to count
+            n += self._extras(m)
+        return n
+
+    def _extras(self, m: dict) -> int:
+        n = 0
+        name = m.get("name")
+        if isinstance(name, str):
+            n += TOKENS_PER_NAME + self.text(name)
         for key in ("reasoning", "reasoning_content"):
-            if isinstance(m.get(key), str):
-                n += self.text(m[key])
+            value = m.get(key)
+            if isinstance(value, str):
+                n += self.text(value)
         for call in m.get("tool_calls") or ():
             fn = call.get("function") if isinstance(call, dict) else None
             if isinstance(fn, dict):
@@ -113,7 +140,18 @@ class TokenCounter:
         return n
 
     def message(self, m: dict) -> int:
-        return self.message_overhead(m) + self.content(m.get("content"))
+        # hot path: one call per message of every record, so the common shapes are inlined
+        role = m.get("role", "")
+        n = self._short.get(role) if type(role) is str else None
+        n = TOKENS_PER_MESSAGE + (n if n is not None else self.short(role))
+        content = m.get("content")
+        if type(content) is str:
+            n += self.text(content)
+        elif content is not None:
+            n += self.content(content)
+        if len(m) > (2 if "content" in m else 1):
+            n += self._extras(m)
+        return n
 
     def conversation(self, messages: list[dict]) -> int:
         return REPLY_PRIMING + sum(self.message(m) for m in messages)
