@@ -26,9 +26,9 @@ TOKENS_PER_NAME = 1
 TOKENS_PER_TOOL_CALL = 3
 REPLY_PRIMING = 3
 #: Texts shorter than this are encoded directly (a look-up saves nothing); the memo of longer
-#: ones holds at most MEMO_CHARS characters (about 4 bytes each with the dict: ~130 MB at most).
+#: ones holds at most MEMO_CHARS characters (a few tens of MB at most, with the dict).
 MEMO_MIN_CHARS = 32
-MEMO_CHARS = 32 * 2**20
+MEMO_CHARS = 8 * 2**20
 
 _OPENAI_URLS = {
     "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
