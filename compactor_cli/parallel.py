@@ -1,7 +1,8 @@
 """Three ways to map records to outcomes, all yielding in input order so output bytes never
-depend on them: in this process; in ``jobs`` worker processes (CPU-bound work, batches of
-records, a bounded window in flight, so memory stays flat); as asyncio tasks in a bounded
-window (model calls).
+depend on them: in this process; in ``jobs`` worker processes (CPU-bound work, a bounded window
+in flight, so memory stays flat); as asyncio tasks in a bounded window (model calls). Workers
+take a JSONL file by byte ranges that they read themselves (the main process only writes
+their output and reports), other inputs as batches of records.
 
 Worker processes die with their parent: a SIGKILL of the main process must not leave workers
 holding the caller's pipes open."""
@@ -15,6 +16,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
 from .files import Record
@@ -26,6 +28,8 @@ Outcomes = Callable[[Iterable[Record]], Iterator[tuple[Record, Outcome]]]
 MODEL_COMMANDS = ("summarize", "compact")
 BATCH_BYTES = 2 * 2**20
 BATCH_RECORDS = 512
+#: A worker's byte range of a JSONL file (see ParallelOutcomes.ranges); tests make it small.
+CHUNK_BYTES = int(os.environ.get("XCOMPACT_TEST_CHUNK_BYTES") or 4 * 2**20)
 
 
 def make_counter(settings: Settings) -> TokenCounter | None:
@@ -91,11 +95,66 @@ def _init_worker(settings: Settings, parent: int) -> None:
     _worker.update(settings=settings, counter=counter, transform=transform, loop=asyncio.new_event_loop())
 
 
-def _work_batch(batch: list[Record]) -> list[Outcome]:
+def _process(rec: Record) -> Outcome:
     s, counter, transform, loop = _worker["settings"], _worker["counter"], _worker["transform"], _worker["loop"]
     if s.command in MODEL_COMMANDS:
-        return [loop.run_until_complete(process_record_async(r, transform, s, counter)) for r in batch]
-    return [process_record(r, transform, s, counter) for r in batch]
+        return loop.run_until_complete(process_record_async(rec, transform, s, counter))
+    return process_record(rec, transform, s, counter)
+
+
+def _work_batch(batch: list[Record]) -> list[Outcome]:
+    return [_process(r) for r in batch]
+
+
+@dataclass
+class ChunkResult:
+    """What a worker made of one byte range of a JSONL file: the output bytes, and per record
+    its line within the range (1-based), the byte offset just after it and its outcome (without
+    the output, which is in ``out``). ``lines`` counts every line of the range."""
+
+    out: bytes
+    records: list[tuple[int, int, Outcome]]
+    lines: int
+
+
+def _work_range(path: str, display: str, start: int, end: int) -> ChunkResult:
+    """A worker reads its own byte range, so the main process never carries the input."""
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        data = fh.read(end - start)
+    outs: list[bytes] = []
+    records: list[tuple[int, int, Outcome]] = []
+    pos = lines = 0
+    while pos < len(data):
+        nl = data.find(b"\n", pos)  # lines end at \n only: a raw U+2028 inside a string is not an end
+        stop = len(data) if nl < 0 else nl + 1
+        line = data[pos:stop]
+        lines += 1
+        if line.strip():
+            outcome = _process(Record(display, lines, line, "jsonl", start + stop))
+            if outcome.out is not None:
+                outs.append(outcome.out)
+                outcome.out = None
+            records.append((lines, start + stop, outcome))
+        pos = stop
+    return ChunkResult(b"".join(outs), records, lines)
+
+
+def chunk_bounds(path: str, start: int, size: int) -> Iterator[tuple[int, int]]:
+    """Byte ranges of about ``size`` bytes covering ``path`` from ``start``, each ending at a
+    line end (a record longer than ``size`` makes its range longer)."""
+    total = os.path.getsize(path)
+    with open(path, "rb") as fh:
+        pos = start
+        while pos < total:
+            if pos + size >= total:
+                end = total
+            else:
+                fh.seek(pos + size)
+                fh.readline()
+                end = fh.tell()
+            yield pos, end
+            pos = end
 
 
 def _batches(records: Iterable[Record]) -> Iterator[list[Record]]:
@@ -132,6 +191,18 @@ class ParallelOutcomes:
         while pending:
             done_batch, fut = pending.popleft()
             yield from zip(done_batch, fut.result())
+
+    def ranges(self, path: str, display: str, start: int) -> Iterator[tuple[int, int, ChunkResult]]:
+        """A JSONL file by byte ranges read and written by the workers, in order."""
+        pending: deque[tuple[int, int, Future]] = deque()
+        for lo, hi in chunk_bounds(path, start, CHUNK_BYTES):
+            pending.append((lo, hi, self.pool.submit(_work_range, path, display, lo, hi)))
+            while len(pending) >= self.window:
+                lo_, hi_, fut = pending.popleft()
+                yield lo_, hi_, fut.result()
+        while pending:
+            lo_, hi_, fut = pending.popleft()
+            yield lo_, hi_, fut.result()
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)

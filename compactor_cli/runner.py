@@ -21,14 +21,14 @@ from .pipeline import Outcome
 from .report import EXIT_INTERRUPTED, EXIT_OK, EXIT_STDOUT_CLOSED, Report, ReportError
 from .settings import RunIO, Settings
 from .sinks import AtomicFile, StdoutClosed, file_crc, lock_output, open_sink, remove_partial, verify_partial
-from .targets import STDIN, Target, is_regular_input, plan_run
+from .targets import JSONL_SUFFIXES, STDIN, Target, is_regular_input, plan_run
 
 Emit = Callable[[str], None]
 #: Warning and error lines printed per run; the rest are counted in the summary and listed in --report.
 MAX_WARNING_LINES = 20
 MAX_ERROR_LINES = 20
 #: Inputs smaller than this in total are processed in this process: a pool costs more.
-PARALLEL_MIN_BYTES = 4 * 2**20
+PARALLEL_MIN_BYTES = int(os.environ.get("XCOMPACT_TEST_PARALLEL_MIN_BYTES") or 4 * 2**20)
 #: --no-tokens toolcall/restore cost little CPU per record: below this much input a worker
 #: pool costs more than it saves (bench/README.md: slower at 100 MB, 1.5x faster at 500 MB).
 LIGHT_PARALLEL_MIN_BYTES = 256 * 2**20
@@ -216,13 +216,16 @@ class _Batch:
             self.emit("error: more records failed; the summary counts them, --report lists them")
 
     def _warn(self, rec: Record, outcome: Outcome) -> None:
+        self._warn_at(rec.where, outcome)
+
+    def _warn_at(self, where: str, outcome: Outcome) -> None:
         if outcome.error:
-            self._error_line(rec.where, outcome.error)
+            self._error_line(where, outcome.error)
         elif outcome.warnings and not self.quiet:
             self.warned += 1
             if self.warned <= MAX_WARNING_LINES:
                 more = f" (+{len(outcome.warnings) - 1} more)" if len(outcome.warnings) > 1 else ""
-                self.emit(f"warning: {rec.where}: {outcome.warnings[0]}{more}")
+                self.emit(f"warning: {where}: {outcome.warnings[0]}{more}")
             elif self.warned == MAX_WARNING_LINES + 1:
                 self.emit("warning: more conversations have warnings; the summary counts them, --report lists them")
 
@@ -320,25 +323,48 @@ class _Batch:
                 if journaled and resume is None and isinstance(sink, AtomicFile):  # name the partial at once
                     self._save({"index": index, "input": fp, "input_offset": 0, "line": 1, "partial": sink.tmp,
                                 "output_length": 0, "output_crc": 0, "report_start": report_start})
-            records = iter_records(src, display, start, start_line)
             pending_doc: bytes | None = None
             last = time.monotonic()
-            for rec, outcome in self.outcomes(records):
-                self.report.add(outcome.item)
-                self._warn(rec, outcome)
-                if bar is not None:
-                    bar.update(len(rec.raw))
-                if sink is not None and outcome.out is not None:
-                    if rec.form == "json":
-                        pending_doc = outcome.out
-                    else:
-                        sink.write(outcome.out)
-                if journaled and rec.form == "jsonl" and time.monotonic() - last >= CHECKPOINT_SECONDS:
+
+            def checkpoint(offset: int, next_line: int) -> None:
+                nonlocal last
+                if journaled and time.monotonic() - last >= CHECKPOINT_SECONDS:
                     length, crc = sink.checkpoint() if sink is not None else (None, None)
-                    self._save({"index": index, "input": fp, "input_offset": rec.end, "line": (rec.line or 0) + 1,
+                    self._save({"index": index, "input": fp, "input_offset": offset, "line": next_line,
                                 "partial": getattr(sink, "tmp", None), "output_length": length, "output_crc": crc,
                                 "report_start": report_start})
                     last = time.monotonic()
+
+            ranges = getattr(self.outcomes, "ranges", None)
+            if ranges is not None and src.lower().endswith(JSONL_SUFFIXES) and is_regular_input(src):
+                base, seen = start_line - 1, start > 0
+                for lo, hi, chunk in ranges(src, display, start):
+                    for rel, end, outcome in chunk.records:
+                        outcome.item["line"] = base + rel
+                        self.report.add(outcome.item)
+                        self._warn_at(f"{display}:{base + rel}", outcome)
+                        seen = True
+                    if sink is not None:
+                        sink.write(chunk.out)
+                    if bar is not None:
+                        bar.update(hi - lo)
+                    base += chunk.lines
+                    checkpoint(hi, base + 1)
+                if not seen:
+                    raise InvalidInputError("empty file: expected one conversation per line (JSONL)")
+            else:
+                for rec, outcome in self.outcomes(iter_records(src, display, start, start_line)):
+                    self.report.add(outcome.item)
+                    self._warn(rec, outcome)
+                    if bar is not None:
+                        bar.update(len(rec.raw))
+                    if sink is not None and outcome.out is not None:
+                        if rec.form == "json":
+                            pending_doc = outcome.out
+                        else:
+                            sink.write(outcome.out)
+                    if rec.form == "jsonl":
+                        checkpoint(rec.end, (rec.line or 0) + 1)
             if sink is not None:
                 if pending_doc is not None:
                     sink.write(pending_doc)
