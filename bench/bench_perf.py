@@ -1,0 +1,167 @@
+"""Every path against its physical limit, side by side in one run (issue "performance to the floor").
+
+    python bench/bench_perf.py --size-mb 400 --tau-mb 100
+
+Rows, each with its target:
+1. toolcall --no-tokens -j 1 against the floor (orjson load + dump of the same file, line by
+   line, written to disk, in process), target <= 1.2x;
+2. -j 2 against -j 1 on the same file, --no-tokens and with tokens, target >= 1.8x;
+3. the real tau-bench file replicated to --tau-mb: default toolcall against --no-tokens plus
+   tiktoken's own time to encode the distinct texts once, target <= 1.3x --no-tokens + encode;
+4. start-up on a one-line file, --no-tokens (target <= 0.25 s) and with tokens (<= 0.5 s);
+5. openai backend (see bench_summarize.py: --concurrency 16 and 1 against the ideal);
+6. peak RSS of the largest process at two sizes (flat in input size).
+Wall times, best of --repeat; ratios only compare figures of this run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import orjson
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from bench_scale import peak_rss_mib  # noqa: E402
+from bench_toolcall import orjson_floor  # noqa: E402
+from generate import generate  # noqa: E402
+
+TAU = os.path.join(ROOT, "..", "shared", "data", "taubench_gpt-4o-airline.jsonl")
+
+
+def dataset(size_mb: float) -> str:
+    path = os.path.join(HERE, "data", f"agents_{size_mb:g}mb.jsonl")
+    if not os.path.exists(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        generate(path, size_mb)
+    return path
+
+
+def tau_dataset(size_mb: float) -> str | None:
+    if not os.path.exists(TAU):
+        return None
+    path = os.path.join(HERE, "data", f"tau_{size_mb:g}mb.jsonl")
+    if not os.path.exists(path):
+        one = open(TAU, "rb").read()
+        with open(path, "wb") as fh:
+            for _ in range(max(1, int(size_mb * 2**20 // len(one)))):
+                fh.write(one)
+    return path
+
+
+def run(*args: str) -> float:
+    """Wall seconds of one xcompact run."""
+    t = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "compactor_cli", *args], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE)
+    wall = time.perf_counter() - t
+    if r.returncode not in (0, 1):
+        raise SystemExit(r.stderr.decode()[-2000:])
+    return wall
+
+
+def best(repeat: int, *args: str) -> float:
+    return min(run(*args) for _ in range(repeat))
+
+
+def distinct_encode_seconds(path: str) -> float:
+    from compactor_cli.tokens import load_encoding
+
+    enc, _ = load_encoding("cl100k_base")
+    texts: set[str] = set()
+    with open(path, "rb") as fh:
+        for line in fh:
+            for m in orjson.loads(line)["messages"]:
+                for s in (m.get("content"), m.get("role"), m.get("name"), m.get("reasoning")):
+                    if isinstance(s, str):
+                        texts.add(s)
+                for part in m.get("content") if isinstance(m.get("content"), list) else ():
+                    if isinstance(part, dict) and isinstance(part.get("text"), str):
+                        texts.add(part["text"])
+                for call in m.get("tool_calls") or ():
+                    fn = call.get("function") or {}
+                    for s in (fn.get("name"), fn.get("arguments")):
+                        if isinstance(s, str):
+                            texts.add(s)
+    t = time.perf_counter()
+    for s in texts:
+        enc.encode_ordinary(s)
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size-mb", type=float, default=400)
+    ap.add_argument("--tau-mb", type=float, default=100)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--skip-tokens", action="store_true", help="skip the slow runs with token counting")
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="xcompact-bench-")
+    out, rep = os.path.join(tmp, "out.jsonl"), os.path.join(tmp, "r.json")
+    src = dataset(args.size_mb)
+    size = os.path.getsize(src) / 2**20
+    print(f"{src}: {size:.0f} MiB; {os.cpu_count()} cores; best of {args.repeat}", flush=True)
+    rows: list[tuple[str, str, str]] = []
+
+    floor = min(_timed(lambda: orjson_floor(src, out)) for _ in range(args.repeat))
+    j1 = best(args.repeat, "toolcall", "--no-tokens", "-j", "1", "-q", src, "-o", out, "--report", rep)
+    j2 = best(args.repeat, "toolcall", "--no-tokens", "-j", "2", "-q", src, "-o", out, "--report", rep)
+    rows.append(("1. floor: orjson load+dump", f"{floor:.2f} s", ""))
+    rows.append(("1. toolcall --no-tokens -j 1", f"{j1:.2f} s", f"{j1 / floor:.2f}x floor (target <= 1.2)"))
+    rows.append(("2. toolcall --no-tokens -j 2", f"{j2:.2f} s", f"{j1 / j2:.2f}x -j 1 (target >= 1.8)"))
+    if not args.skip_tokens:
+        t1 = best(1, "toolcall", "-j", "1", "-q", src, "-o", out)
+        t2 = best(1, "toolcall", "-j", "2", "-q", src, "-o", out)
+        rows.append(("2. toolcall (tokens) -j 1", f"{t1:.2f} s", ""))
+        rows.append(("2. toolcall (tokens) -j 2", f"{t2:.2f} s", f"{t1 / t2:.2f}x -j 1 (target >= 1.8)"))
+
+    tau = tau_dataset(args.tau_mb)
+    if tau and not args.skip_tokens:
+        nt = best(args.repeat, "toolcall", "--no-tokens", "-j", "1", "-q", tau, "-o", out)
+        wt = best(args.repeat, "toolcall", "-j", "1", "-q", tau, "-o", out)
+        enc = distinct_encode_seconds(tau)
+        bound = 1.3 * nt + enc
+        rows.append((f"3. tau-bench x{os.path.getsize(tau) / 2**20:.0f} MiB --no-tokens -j 1", f"{nt:.2f} s", ""))
+        rows.append(("3. tiktoken: distinct texts encoded once", f"{enc:.2f} s", ""))
+        rows.append(("3. tau-bench toolcall (tokens) -j 1", f"{wt:.2f} s",
+                     f"{wt / (nt + enc):.2f}x (--no-tokens + encode); target <= {bound:.2f} s"))
+
+    one = os.path.join(tmp, "one.json")
+    with open(src, "rb") as fh:
+        open(one, "wb").write(fh.readline())
+    s0 = best(5, "toolcall", "--no-tokens", "-q", one, "-o", out)
+    s1 = best(5, "toolcall", "-q", one, "-o", out)
+    py = min(_timed(lambda: subprocess.run([sys.executable, "-c", "pass"])) for _ in range(5))
+    rows.append(("4. start-up: python -c pass", f"{py:.3f} s", ""))
+    rows.append(("4. start-up: toolcall one-line --no-tokens", f"{s0:.3f} s", "target <= 0.25 s"))
+    rows.append(("4. start-up: toolcall one-line (tokens)", f"{s1:.3f} s", "target <= 0.5 s"))
+
+    for mb in (args.size_mb / 4, args.size_mb):
+        path = dataset(mb)
+        for argv in (["toolcall", "--no-tokens", "-j", "1"], ["toolcall", "-j", "2"]):
+            if "--no-tokens" not in argv and args.skip_tokens:
+                continue
+            rss = peak_rss_mib(*argv, "-q", path, "-o", out)
+            rows.append((f"6. peak RSS {os.path.getsize(path) / 2**20:.0f} MiB {' '.join(argv)}", f"{rss:.0f} MiB", ""))
+
+    print(f"\n| {'row':55} | {'figure':>10} | ratio |\n|---|---|---|")
+    for label, fig, ratio in rows:
+        print(f"| {label:55} | {fig:>10} | {ratio} |")
+    print("\n5. openai backend: python bench/bench_summarize.py --n 200 --skip-extractive")
+    os.unlink(out)
+
+
+def _timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+if __name__ == "__main__":
+    main()
