@@ -23,8 +23,10 @@ class SummaryRequest:
 @dataclass
 class Answer:
     text: str
-    calls: int = 0  # model requests made
+    calls: int = 0  # model requests made (retries and a repair turn included)
     cached: bool = False
+    repaired: bool = False  # a repair turn was needed (sections missing or repeated, over budget, cut off)
+    structured: str | None = None  # how the model answered: "json" (response_format) or "markdown"
 
 
 class Backend(Protocol):
