@@ -1,10 +1,16 @@
 """A real HTTP server on 127.0.0.1 that speaks /v1/chat/completions, scripted per test.
 
 ``ChatServer(handler)`` runs ``handler(request_body) -> Reply`` for every request in its own
-thread, records every request, and can enforce a context window (in tokens) like a real server."""
+thread, records every request, and can enforce a context window (in tokens) like a real server.
+
+``Replay(exchanges)`` is a handler that answers as a recorded model did (fixtures/llm-answers/):
+each request gets the recorded answer to the same request; a repair turn, which the recording
+lacks, is answered by one of the ``REPAIR_ANSWERS`` policies. ``markdown_only(handler)`` is a
+server that rejects ``response_format`` as servers without structured output do."""
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 import time
@@ -14,7 +20,7 @@ from typing import Any, Callable
 
 import orjson
 
-from compactor_cli.sections import SECTIONS
+from compactor_cli.sections import SECTIONS, read_answer
 from compactor_cli.tokens import TokenCounter
 
 
@@ -26,6 +32,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     error: str = "scripted error"
+    finish_reason: str = "stop"  # "length": the answer was cut off at max_tokens
 
 
 def summary_text(facts: str = "the planted facts", filler_words: int = 0) -> str:
@@ -35,8 +42,25 @@ def summary_text(facts: str = "the planted facts", filler_words: int = 0) -> str
     return "\n\n".join(f"## {k}\n{v}" for k, v in body.items())
 
 
+def json_summary(facts: str = "the planted facts", drop: tuple[str, ...] = ()) -> str:
+    """The answer a server with structured output gives: the eight fields as one JSON object."""
+    return orjson.dumps({s: f"{s} of {facts}" for s in SECTIONS if s not in drop}).decode()
+
+
 def good(req: dict) -> Reply:
     return Reply(content=summary_text())
+
+
+def markdown_only(handler: Callable[[dict], Reply] = good,
+                  error: str = "response_format is not supported by this server") -> Callable[[dict], Reply]:
+    """A server without structured output: a request with response_format is refused (400)."""
+
+    def respond(req: dict) -> Reply:
+        if "response_format" in req:
+            return Reply(status=400, error=error)
+        return handler(req)
+
+    return respond
 
 
 class ChatServer:
@@ -88,7 +112,7 @@ class ChatServer:
                         body = orjson.dumps({
                             "id": "chatcmpl-test", "object": "chat.completion", "created": 0,
                             "model": req.get("model"),
-                            "choices": [{"index": 0, "finish_reason": "stop",
+                            "choices": [{"index": 0, "finish_reason": reply.finish_reason,
                                          "message": {"role": "assistant", "content": reply.content}}],
                             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
                     else:
@@ -136,3 +160,114 @@ class Endpoint:
     credentials in it (``Endpoint(server.base_url.replace("//", "//user:pw@"))``)."""
 
     base_url: str
+
+
+# ---------------------------------------------------------------- replaying a recorded model
+
+REPAIR_ANSWERS = ("none", "again", "nearest", "sections", "scripted")
+_WORDS = re.compile(r"\w+")
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORDS.findall(text))
+
+
+def _answer_text(exchange: dict) -> str:
+    return exchange["response"]["choices"][0]["message"]["content"]
+
+
+def _title(section: str) -> str:
+    return section.replace("_", " ").title()
+
+
+class Replay:
+    """A handler answering as a recorded model did.
+
+    ``exchanges``: lines of a recording (``{"request", "status", "response"}``). A request whose
+    user message is a recorded one's gets that recorded response, byte for byte (``finish_reason``
+    and all); another gets the response to the most similar recorded request (counted in
+    ``unmatched``). ``groups``: lists of exchange indices that belong to one conversation (its
+    chunks and merges).
+
+    A repair turn (more than two messages) is what the recording lacks; ``repair`` says how to
+    answer it:
+
+    - ``none``: no answer (the test or bench runs without repair turns; a repair is an error);
+    - ``again``: the recorded answer again (a model that ignores the repair);
+    - ``nearest``: the recorded answer to the most similar *other* recorded request;
+    - ``sections``: the model's own recorded text for exactly the sections the repair asks for,
+      headed as this model heads them ("## Tone Context"): from the answer being repaired, then
+      from the other answers of the same conversation, then from the most similar requests (a
+      model that obeys the repair, writing each section as it wrote it elsewhere);
+    - ``scripted``: the asked-for sections with a fixed text (the upper bound).
+    """
+
+    def __init__(self, exchanges: list[dict], groups: list[list[int]] | None = None, repair: str = "again") -> None:
+        assert repair in REPAIR_ANSWERS, repair
+        self.exchanges = exchanges
+        self.repair = repair
+        self.by_user = {ex["request"]["messages"][1]["content"]: i for i, ex in enumerate(exchanges)}
+        self.by_answer = {_answer_text(ex): i for i, ex in enumerate(exchanges)}
+        self.group_of = {i: g for g in (groups or []) for i in g}
+        self.words = [_words(ex["request"]["messages"][1]["content"]) for ex in exchanges]
+        self.unmatched = 0
+        self.repairs = 0
+        self.borrowed = 0  # sections a "sections" repair took from another conversation's answers
+        self.lock = threading.Lock()
+
+    def nearest(self, text: str, exclude: int | None = None) -> list[int]:
+        """Recorded requests, most similar user message first (Jaccard of the word sets)."""
+        w = _words(text)
+        score = [(len(w & x) / max(1, len(w | x)), -i) for i, x in enumerate(self.words)]
+        return [-i for _, i in sorted(score, reverse=True) if -i != exclude]
+
+    def recorded(self, i: int) -> Reply:
+        ex = self.exchanges[i]
+        return Reply(status=ex["status"], body=orjson.dumps(ex["response"]))
+
+    def __call__(self, req: dict) -> Reply:
+        messages = req["messages"]
+        user = messages[1]["content"]
+        if len(messages) <= 2:
+            i = self.by_user.get(user)
+            if i is None:
+                with self.lock:
+                    self.unmatched += 1
+                i = self.nearest(user)[0]
+            return self.recorded(i)
+        with self.lock:
+            self.repairs += 1
+        # the answer being repaired is the assistant message; it names the exchange
+        i = self.by_answer.get(messages[2]["content"])
+        if i is None:
+            i = self.nearest(user)[0]
+        asked = messages[-1]["content"]
+        if self.repair == "none":
+            return Reply(status=500, error="this replay has no answers to repair turns")
+        if self.repair == "again":
+            return self.recorded(i)
+        if self.repair == "nearest":
+            return self.recorded(self.nearest(self.exchanges[i]["request"]["messages"][1]["content"], exclude=i)[0])
+        wanted = self.wanted(asked)
+        if self.repair == "scripted":
+            return Reply(content="\n\n".join(f"## {_title(s)}\n{s} (scripted repair)" for s in wanted))
+        sources = [i] + [j for j in self.group_of.get(i, []) if j != i]
+        sources += [j for j in self.nearest(self.exchanges[i]["request"]["messages"][1]["content"]) if j not in sources]
+        readings = [read_answer(_answer_text(self.exchanges[j])).sections for j in sources]
+        own = set(self.group_of.get(i, [i]))
+        parts = []
+        for s in wanted:
+            k = next((k for k, r in enumerate(readings) if r.get(s)), None)
+            if k is not None:
+                parts.append(f"## {_title(s)}\n{readings[k][s]}")
+                if sources[k] not in own:
+                    with self.lock:
+                        self.borrowed += 1
+        return Reply(content="\n\n".join(parts) or _answer_text(self.exchanges[i]))
+
+    @staticmethod
+    def wanted(repair: str) -> list[str]:
+        """The sections a repair message asks for: the missing ones, or all eight."""
+        if "Write only the missing" in repair:
+            return [s for s in SECTIONS if f"'## {s}'" in repair]
+        return list(SECTIONS)
