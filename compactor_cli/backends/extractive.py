@@ -1,14 +1,25 @@
 """The built-in offline summariser: picks sentences and facts from the head itself.
 
-Deterministic and model-free. Each section is a ranked list of short items (facts such as
-file paths, identifiers, numbers, errors and tool names; user sentences stating preferences;
-assistant statements of decisions; open questions); the items are admitted by rank, round
-robin across sections, until the rendered summary reaches the token budget."""
+Deterministic and model-free. Each section is a list of short items, each carrying its context:
+who said it (``User:``, ``Assistant:``, ``Tool <name>:``) and the words around it, so a fact is
+"Tool get_reservation_details: "reservation_id": "H9ZU1C", "origin": "JFK"…" rather than a bare
+"H9ZU1C". Facts are file paths, identifiers, numbers with their unit and error lines of tool
+output (code is not an error); preferences are the user's sentences stating them; decisions
+the assistant's statements and state-changing tool calls; open questions the questions asked
+(unanswered first).
+
+Items are ranked by salience and admitted round robin across sections until the rendered
+summary reaches the token budget, the overview's first item before anything else (clipped to
+fit when the budget is tiny); the admitted items are then listed in conversation order. A
+later round merges the earlier summary's items with the new ones (older first) without
+duplicates."""
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections import Counter
+from dataclasses import dataclass
 from typing import Callable
 
 from ..conversation import content_text
@@ -18,22 +29,54 @@ from . import Answer, SummaryRequest
 
 SCAN_CHARS = 20_000  # per message: the first and last SCAN_CHARS characters are read
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_PATH = re.compile(r"(?<![\w/.-])(?:~?/)?(?:[\w.-]+/)+[\w.-]+|\b[\w-]+\.(?:py|js|ts|tsx|json|jsonl|md|txt|ya?ml|toml|"
-                   r"rs|go|java|c|h|cpp|sh|cfg|ini|html|css|sql|csv|log|lock|ex|exs|rb)\b")
-_IDENT = re.compile(r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,10}\b|\b[a-z]+_[a-z]+_?\d+\b|\b[A-Z]{2,5}-\d+\b")
-_NUMBER = re.compile(r"[$€£]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s?(?:%|ms|s|MB|GB|KB|MiB|GiB|USD|EUR|dollars|"
-                     r"tokens|seconds|minutes|hours|days|items|lines|bags|passengers|tests?)\b|\b\d{4}-\d{2}-\d{2}\b")
-_ERROR = re.compile(r"(?i)\b(error|exception|traceback|failed|failure|fatal|denied|not found)\b")
-_PREFERENCE = re.compile(r"(?i)\b(i prefer|prefer|preference|i want|i'd like|i would like|i'd rather|please (?:use|don't|do not|"
-                         r"keep|make|avoid|always|never)|don't|do not|never|always|make sure|must|should not|shouldn't|"
-                         r"i need|i only|avoid|instead of|no more than|at most|at least)\b")
+_PATH = re.compile(r"(?<![\w/.~-])(?:~?/|\./)?(?:[\w.@+-]+/)+[\w.@+-]*[\w]|(?<![\w/.-])[\w-]+\.(?:py|js|ts|tsx|jsx|json|"
+                   r"jsonl|md|txt|ya?ml|toml|rs|go|java|c|h|cpp|hpp|sh|cfg|ini|html|css|sql|csv|log|lock|ex|exs|rb|"
+                   r"php|kt|swift|scala|xml|conf|env|ipynb|pdf|png|jpg|gz|zip|tar)\b")
+_EXT = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,5}$")
+_IDENT = re.compile(r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,10}\b|\b[a-z]+_[a-z]+_?\d+\b|\b[A-Z][A-Z0-9]{1,9}-\d+\b"
+                    r"|\b[0-9a-f]{7,12}\b(?=[^\n]{0,40}\b(?:commit|sha|hash)\b)|\b(?:commit|sha|hash)\b[^\n]{0,20}?\b[0-9a-f]{7,40}\b")
+_UNITS = (r"%|ms|s|sec|seconds?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|KB|MB|GB|TB|KiB|MiB|GiB|"
+          r"bytes|tokens|lines|items|tests?|files|rows|records|requests|users|errors|failures|passengers|bags|"
+          r"flights|nights|people|points|calls|retries|workers|threads|cores|replicas|pods|nodes|servers|dollars|"
+          r"USD|EUR|GBP|kg|km|miles")
+_NUMBER = re.compile(r"[$€£]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s?(?:" + _UNITS + r")\b|\b\d{4}-\d{2}-\d{2}\b")
+# an error line of tool output (not code that merely mentions an error)
+_ERROR = re.compile(r"^\s*(?:Traceback \(most recent call last\)|[\w.]*(?:Error|Exception)(?::|\s*$)|error(?:\[\w+\])?:|"
+                    r"ERROR\b|FAILED\b|FAIL:|fatal:|panic:|E\s{2,}\S)|No such file or directory|command not found|"
+                    r"Permission denied|Segmentation fault|[Nn]ot found\.?\s*$|exit (?:code|status) [1-9]", re.I)
+# a line of code (a numbered line of a file listing, a statement, a comment, markup), not prose or data
+_CODE = re.compile(r"^\s*(?:\d+\s*[:→|]|\d+\s+\S)|^\s*(?:def|class|import|from|return|raise|except|try|if|elif|else|for|"
+                   r"while|with|async|await|const|let|var|function|fn|pub|case|catch|throw|assert)\b|;\s*$|^\s*(?:#|//)\s|"
+                   r"\{:error|^\s*<[/\w]")
+_PREFERENCE = re.compile(r"(?i)\b(i prefer|prefer|preference|i want|i'd like|i would like|i'd rather|i would rather|please (?:use|don't|"
+                         r"do not|keep|make|avoid|always|never)|don't|do not|never|always|make sure|must|should not|"
+                         r"shouldn't|i need|i only|avoid|instead of|no more than|at most|at least|hard requirement)\b")
+_STRONG_PREFERENCE = re.compile(r"(?i)\b(i prefer|i'd rather|i would rather|i want|i'd like|i would like|please|don't|"
+                                r"do not|never|always|hard requirement|at most|no more than)\b")
 _DECISION = re.compile(r"(?i)\b(i will|i'll|i've|i have (?:decided|updated|changed|created|fixed|booked|cancell?ed|added|removed)|"
                        r"let's|we will|we'll|decided|decision|going to|the plan is|i chose|i'm going|switch(?:ed)? to|"
-                       r"we should|i recommend|has been (?:updated|changed|created|booked|cancell?ed)|is now)\b")
+                       r"we should|i recommend|has been (?:updated|changed|created|booked|cancell?ed)|is now|instead of|"
+                       r"we go with)\b")
+_STRONG_DECISION = re.compile(r"(?i)\b(decided|decision|instead of|switch(?:ed)? to|the plan is|i chose|we go with|"
+                              r"has been (?:updated|changed|created|booked|cancell?ed))\b")
 _PENDING = re.compile(r"(?i)\b(todo|to do|next|remaining|still need|not yet|pending|follow[- ]up|later|then)\b")
 _MUTATING_TOOL = re.compile(r"(?i)^(update|create|book|cancel|edit|write|delete|modify|send|transfer|apply|set|add|remove|"
                             r"patch|commit|submit|str_replace|insert)")
 _POLITE = re.compile(r"(?i)\b(please|thanks|thank you|appreciate)\b")
+_SPEAKER = re.compile(r"^(?:user asked|user|assistant(?: called)?|tool [\w.:-]+|latest request)\s*:\s*", re.I)
+_STATS = re.compile(r"^(\d+) earlier messages: (\d+) from the user, (\d+) tool results(?:; tools used: (.*))?$")
+_MARKUP = re.compile(r"^(?:#{1,6}\s+|[-*+•]\s+|\d+[.)]\s+|>\s*|`{3,}\w*\s*)+")
+SOURCE_WEIGHT = {"user": 3.0, "developer": 3.0, "assistant": 2.0, "tool": 1.0}
+
+
+@dataclass
+class Item:
+    """One line of a section: its text, where it comes from (for conversation order) and a rank
+    score (higher is admitted first)."""
+
+    text: str
+    pos: tuple[int, int]  # (round: 0 for an earlier summary, 1 for this head; index in it)
+    score: float
 
 
 def _scan(text: str) -> str:
@@ -51,52 +94,192 @@ def _clip(s: str, n: int = 220) -> str:
     return s if len(s) <= n else s[: n - 1].rstrip() + "…"
 
 
-def _dedupe(items: list[str]) -> list[str]:
-    seen: set[str] = set()
+def _window(line: str, start: int, end: int, n: int = 150) -> str:
+    """Up to ``n`` characters of ``line`` around [start, end), cut at word boundaries, marked with …"""
+    if len(line) <= n:
+        return " ".join(line.split())
+    room = max(0, n - (end - start))
+    a = max(0, start - room // 2)
+    b = min(len(line), end + (room - (start - a)))
+    a = max(0, b - n) if b == len(line) else a
+    if a > 0:
+        sp = line.find(" ", a, start)
+        a = sp + 1 if sp >= 0 else a
+    if b < len(line):
+        sp = line.rfind(" ", end, b)
+        b = sp if sp > end else b
+    return ("…" if a > 0 else "") + " ".join(line[a:b].split()) + ("…" if b < len(line) else "")
+
+
+def dedupe_key(text: str) -> str:
+    """Items that say the same thing share this key: without the speaker, markup, clipping
+    marks and case; the first 60 characters (an item clipped in one round is its longer self)."""
+    t = _SPEAKER.sub("", text.strip())
+    t = " ".join(t.replace("…", " ").lower().split())
+    return t[:60]
+
+
+def _plain(sentence: str) -> str:
+    return _MARKUP.sub("", sentence.strip())
+
+
+@dataclass
+class _Msg:
+    role: str
+    text: str
+    speaker: str
+    calls: list[tuple[str, str]]  # (name, arguments) of tool calls
+
+
+def _messages(head: list[dict]) -> list[_Msg]:
+    """Each message's fields read once: role, text, who speaks, tool calls."""
+    names: dict[str, str] = {}
     out = []
-    for it in items:
-        key = it.lower()
-        if key not in seen:
-            seen.add(key)
-            out.append(it)
+    for m in head:
+        role = m.get("role")
+        text = _scan(content_text(m.get("content")))
+        calls = []
+        if role == "assistant":
+            for call in m.get("tool_calls") or ():
+                fn = call.get("function") if isinstance(call, dict) else None
+                if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+                    calls.append((fn["name"], str(fn.get("arguments") or "")))
+                    if isinstance(call.get("id"), str):
+                        names[call["id"]] = fn["name"]
+        if role == "tool":
+            speaker = f"Tool {names.get(m.get('tool_call_id'), 'result')}"
+        else:
+            speaker = "User" if role in ("user", "developer") else str(role).capitalize()
+        out.append(_Msg(str(role), text, speaker, calls))
     return out
 
 
-SOURCE_WEIGHT = {"user": 3.0, "developer": 3.0, "assistant": 2.0, "tool": 1.0}
+# ---------------------------------------------------------------- facts
+
+def _is_path(p: str) -> bool:
+    if p.startswith(("/", "~/", "./")) or p.count("/") >= 2:
+        return len(p.strip("/.~")) > 2
+    return bool(_EXT.search(p)) and not p.endswith("/")
 
 
-def rank_facts(head: list[dict]) -> list[str]:
-    """Paths, identifiers, numbers and error lines, most salient first.
+def _facts_in(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, kind) of the paths, identifiers and numbers in ``text``."""
+    found = [(m.start(), m.end(), "path") for m in _PATH.finditer(text) if _is_path(m.group())]
+    found += [(m.start(), m.end(), "id") for m in _IDENT.finditer(text)]
+    found += [(m.start(), m.end(), "number") for m in _NUMBER.finditer(text)]
+    return found
 
-    A fact weighs more when the user or the assistant said it, when it stands nearly alone in
-    its message (one number in a sentence, not one of hundreds in a log dump: weight divided by
-    the square root of the facts found in that message), when it recurs, and slightly when it
-    is recent."""
-    scores: dict[str, float] = {}
-    order: dict[str, int] = {}
-    n = max(1, len(head))
-    for pos, m in enumerate(head):
-        text = _scan(content_text(m.get("content")))
-        if not text:
+
+def _units(msg: _Msg) -> list[tuple[int, int, str]]:
+    """Where a fact's context comes from: a tool result's lines, a user's or assistant's sentences.
+    Returns (start offset, end offset, text) of each unit."""
+    out = []
+    if msg.role == "tool":
+        at = 0
+        for line in msg.text.split("\n"):
+            out.append((at, at + len(line), line))
+            at += len(line) + 1
+        return out
+    at = 0
+    for part in _SENTENCE.split(msg.text):
+        i = msg.text.find(part, at)
+        if i < 0:
             continue
-        found = ([f"File: {x}" for x in _PATH.findall(text)] + [f"ID: {x}" for x in _IDENT.findall(text)]
-                 + [f"Number: {x.strip()}" for x in _NUMBER.findall(text)])
-        if m.get("role") in ("tool", "assistant"):
-            found += [f"Error: {_clip(line, 160)}" for line in text.splitlines() if _ERROR.search(line)][:3]
-        if not found:
+        out.append((i, i + len(part), part))
+        at = i + len(part)
+    return out
+
+
+_WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def fact_items(msgs: list[_Msg]) -> list[Item]:
+    """Key facts with their context, most salient first.
+
+    A fact weighs more when the user or the assistant said it; when words around it make a
+    statement of it ("Saved the export to <path>", not a bare entry of a listing); when it
+    stands nearly alone in its sentence or line and its message (not one of hundreds in a log
+    dump); when its line is not routine (a line of the same shape, digits aside, recurring
+    through the conversation, like "Compiling 4 files", weighs less); when it recurs; and
+    slightly when it is recent. Each fact is shown once, where it weighs most, with the words
+    around it (its sentence, or its line of tool output); facts sharing a sentence or line share
+    an item. Error lines of tool output are items of their own; code lines are not errors, and
+    paths or numbers inside listed code are not facts."""
+    n = max(1, len(msgs))
+    found: list[tuple[int, list[tuple[int, int, str]], list[tuple[int, int, int]]]] = []  # (message, units, facts)
+    shapes: Counter = Counter()
+    items: list[Item] = []
+    for pos, msg in enumerate(msgs):
+        if not msg.text or msg.role not in SOURCE_WEIGHT:
             continue
-        unique = list(dict.fromkeys(found))  # ordered: a set's order changes with the hash seed
-        weight = SOURCE_WEIGHT.get(m.get("role"), 1.0) / len(unique) ** 0.5 * (1 + 0.2 * pos / n)
-        for fact in unique:
-            scores[fact] = max(scores.get(fact, 0.0), weight) + (0.25 if fact in scores else 0.0)
-            order.setdefault(fact, len(order))
-    return sorted(scores, key=lambda f: (-scores[f], order[f]))
+        units = _units(msg)
+        if msg.role == "tool":
+            errors = [u for u in units if _ERROR.search(u[2]) and not _CODE.search(u[2])][:3]
+            items += [Item(f"{msg.speaker}: {_clip(u[2], 180)}", (1, pos), 1.5 * (1 + 0.2 * pos / n)) for u in errors]
+        facts = _facts_in(msg.text)
+        if not facts:
+            continue
+        starts = [u[0] for u in units]
+        located = []
+        for a, b, _ in facts:
+            k = bisect_right(starts, a) - 1
+            if k < 0 or units[k][1] < b:
+                continue
+            if msg.role == "tool" and _CODE.search(units[k][2]):  # a path or number in listed code is the code's
+                continue
+            located.append((a, b, k))
+        if located:
+            found.append((pos, units, located))
+            for k in dict.fromkeys(k for _, _, k in located):
+                shapes[_shape(units[k][2], [(a - units[k][0], b - units[k][0]) for a, b, kk in located if kk == k])] += 1
+    where: dict[str, tuple[float, int, int, int, int]] = {}  # fact -> (weight, message, start, end, unit)
+    bonus: Counter = Counter()  # recurrence
+    for pos, units, located in found:
+        msg = msgs[pos]
+        per_unit = Counter(k for _, _, k in located)
+        in_message = len({msg.text[a:b] for a, b, _ in located})
+        base = SOURCE_WEIGHT[msg.role] * (1 + 0.2 * pos / n) / in_message ** 0.25 * min(1.0, (2000 / len(msg.text)) ** 0.25)
+        unit_weight: dict[int, float] = {}
+        for k, count in per_unit.items():
+            start, end, text = units[k]
+            spans = [(a - start, b - start) for a, b, kk in located if kk == k]
+            rest = text
+            for a, b in sorted(spans, reverse=True):
+                rest = rest[:a] + " " + rest[b:]
+            prose = 2.0 if len(_WORD.findall(rest)) >= 2 else 1.0
+            unit_weight[k] = base * prose / count ** 0.5 / shapes[_shape(text, spans)] ** 0.5
+        for fact in dict.fromkeys(msg.text[a:b] for a, b, _ in located):
+            if fact in where:
+                bonus[fact] += 0.25
+        for a, b, k in located:
+            fact = msg.text[a:b]
+            if fact not in where or unit_weight[k] > where[fact][0]:
+                where[fact] = (unit_weight[k], pos, a, b, k)
+    ranked = sorted(where.items(), key=lambda kv: (-(kv[1][0] + bonus[kv[0]]), kv[1][1], kv[1][2]))
+    units_of = {pos: units for pos, units, _ in found}
+    shown: set[tuple[int, int]] = set()
+    for fact, (weight, pos, a, b, k) in ranked:
+        if (pos, k) in shown:
+            continue
+        shown.add((pos, k))
+        start, _, text = units_of[pos][k]
+        if msgs[pos].role == "tool":
+            snippet = _window(text, a - start, b - start, 110)
+        else:  # a sentence: without list markers and emphasis
+            lead = len(text) - len(_MARKUP.sub("", text))
+            snippet = _window(_MARKUP.sub("", text), a - start - lead, b - start - lead, 160).replace("**", "")
+        items.append(Item(f"{msgs[pos].speaker}: {snippet}", (1, pos), weight + bonus[fact]))
+    return items
 
 
-def _zip_longest(a: list[str], b: list[str]) -> list[tuple[str | None, str | None]]:
-    n = max(len(a), len(b))
-    return [(a[i] if i < len(a) else None, b[i] if i < len(b) else None) for i in range(n)]
+def _shape(line: str, spans: list[tuple[int, int]]) -> str:
+    """A line with its facts and digits blanked: lines of one shape are routine output."""
+    for a, b in sorted(spans, reverse=True):
+        line = line[:a] + "\x00" + line[b:]
+    return re.sub(r"\d+", "#", " ".join(line.split()).lower())[:48]
 
+
+# ---------------------------------------------------------------- the sections
 
 def split_previous_summary(system_text: str) -> tuple[str, dict[str, str] | None]:
     """A system message written by an earlier round is (prompt text +) summary + note: split
@@ -114,120 +297,207 @@ def split_previous_summary(system_text: str) -> tuple[str, dict[str, str] | None
         return system_text, None
 
 
-def build_candidates(request: SummaryRequest) -> dict[str, list[str]]:
+def _ranked(items: list[Item]) -> list[Item]:
+    """Best first; the same text (by ``dedupe_key``) only once, in its best-ranked occurrence."""
+    out, seen = [], set()
+    for it in sorted(items, key=lambda it: (-it.score, it.pos)):
+        key = dedupe_key(it.text)
+        if key and key not in seen:
+            seen.add(key)
+            out.append(it)
+    return out
+
+
+def _stats_line(msgs: list[_Msg], previous: list[str]) -> str:
+    n_user = sum(1 for m in msgs if m.role == "user")
+    n_tool = sum(1 for m in msgs if m.role == "tool")
+    total = len(msgs)
+    tools: Counter = Counter(name for m in msgs for name, _ in m.calls)
+    for line in previous:  # an earlier round's counts add up with this one's
+        m = _STATS.match(line)
+        if m:
+            total += int(m.group(1))
+            n_user += int(m.group(2))
+            n_tool += int(m.group(3))
+            for name, count in re.findall(r"(\S+) ×(\d+)", m.group(4) or ""):
+                tools[name] += int(count)
+    stats = f"{total} earlier messages: {n_user} from the user, {n_tool} tool results"
+    if tools:
+        stats += "; tools used: " + ", ".join(f"{name} ×{c}" for name, c in tools.most_common(8))
+    return stats
+
+
+def build_candidates(request: SummaryRequest) -> dict[str, list[Item]]:
     """Every section's items, best first."""
-    head = request.head
-    user_texts, asst_texts, tool_texts = [], [], []
-    tool_names: Counter = Counter()
-    actions: list[str] = []
-    for m in head:
-        role = m.get("role")
-        t = _scan(content_text(m.get("content")))
-        if role in ("user", "developer"):
-            user_texts.append(t)
-        elif role == "assistant":
-            asst_texts.append(t)
-            for call in m.get("tool_calls") or ():
-                fn = call.get("function") if isinstance(call, dict) else None
-                if isinstance(fn, dict) and isinstance(fn.get("name"), str):
-                    tool_names[fn["name"]] += 1
-                    if _MUTATING_TOOL.match(fn["name"]):
-                        actions.append(f"Called {fn['name']}({_clip(str(fn.get('arguments') or ''), 160)})")
-        elif role == "tool":
-            tool_texts.append(t)
-
+    msgs = _messages(request.head)
     prompt_text, previous = split_previous_summary(request.system_text)
-    sys_sents = _sentences(prompt_text)[:4]
-    system_context = [_clip(s, 300) for s in sys_sents] or ["(no system prompt)"]
+    old = {s: [line[2:].strip() for line in (previous or {}).get(s, "").splitlines() if line.startswith("- ")]
+           for s in SECTIONS}
+    n = max(1, len(msgs))
 
-    n_user = sum(1 for m in head if m.get("role") == "user")
-    n_tool = sum(1 for m in head if m.get("role") == "tool")
-    stats = f"{len(head)} earlier messages: {n_user} from the user, {n_tool} tool results"
-    if tool_names:
-        stats += "; tools used: " + ", ".join(f"{n} ×{c}" for n, c in tool_names.most_common(8))
-    asked = _dedupe([_clip(" ".join(_sentences(t)[:2]), 260) for t in user_texts if t.strip()])
-    if len(asked) > 2:  # the first request frames the task; the latest ones say where it stands
-        asked = [asked[0]] + asked[:0:-1]
-    overview = [stats] + [f"User asked: {a}" for a in asked]
+    def recency(pos: int) -> float:
+        return 1 + pos / n
 
-    key_facts = rank_facts(head)
+    sys_sents = [_plain(s) for s in _sentences(prompt_text)]
+    system_context = [Item(_clip(s, 300), (1, i), 10.0 - i) for i, s in enumerate(x for x in sys_sents if x)][:4]
 
-    prefs = _dedupe([_clip(s) for t in user_texts for s in _sentences(t) if _PREFERENCE.search(s)])
-    decisions = _dedupe([_clip(s) for t in asst_texts for s in _sentences(t) if _DECISION.search(s)] + actions)
-    decisions.reverse()  # the latest decisions matter most
+    # the first request frames the task (it comes first, even at a tiny budget); the counts; the
+    # latest request says where it stands
+    overview = [Item(_stats_line(msgs, old["overview"]), (-1, 0), 90.0)]
+    asked = [(pos, _clip(" ".join(_sentences(m.text)[:2]), 260)) for pos, m in enumerate(msgs)
+             if m.role in ("user", "developer") and m.text.strip()]
+    for k, (pos, text) in enumerate(asked):
+        score = 100.0 if k == 0 else 40.0 if k == len(asked) - 1 else 10.0 + recency(pos)
+        overview.append(Item(f"User asked: {text}", (1, pos), score))
+
+    key_facts = fact_items(msgs)
+
+    prefs = []
+    for pos, m in enumerate(msgs):
+        if m.role not in ("user", "developer"):
+            continue
+        found = [s for s in _sentences(m.text) if _PREFERENCE.search(s) and not _CODE.search(s) and len(s) < 400]
+        for s in found:
+            strong = 2.0 if _STRONG_PREFERENCE.search(s) else 1.0
+            prefs.append(Item(f"{m.speaker}: {_clip(_plain(s))}", (1, pos), strong / len(found) ** 0.5 * recency(pos)))
+
+    decisions = []
+    for pos, m in enumerate(msgs):
+        if m.role != "assistant":
+            continue
+        found = [s for s in _sentences(m.text) if _DECISION.search(s) and not _CODE.search(s) and not s.endswith("?")]
+        for s in found:
+            strong = 2.0 if _STRONG_DECISION.search(s) else 1.0
+            decisions.append(Item(f"Assistant: {_clip(_plain(s))}", (1, pos), strong / len(found) ** 0.5 * recency(pos)))
+        for name, args in m.calls:
+            if _MUTATING_TOOL.match(name):
+                decisions.append(Item(f"Assistant called {name}({_clip(args, 160)})", (1, pos), 1.5 * recency(pos)))
 
     pending = []
-    if user_texts:
-        pending.append(f"Latest request: {_clip(' '.join(_sentences(user_texts[-1])[:3]), 300)}")
-    pending += _dedupe([_clip(s) for t in reversed(asst_texts) for s in _sentences(t)
-                        if _PENDING.search(s) and not s.endswith("?")])
+    users = [pos for pos, m in enumerate(msgs) if m.role in ("user", "developer") and m.text.strip()]
+    if users:
+        latest = msgs[users[-1]]
+        pending.append(Item(f"Latest request: {_clip(' '.join(_sentences(latest.text)[:3]), 300)}", (1, users[-1]), 100.0))
+    for pos, m in enumerate(msgs):
+        if m.role == "assistant":
+            for s in _sentences(m.text):
+                if _PENDING.search(s) and not s.endswith("?") and not _CODE.search(s):
+                    pending.append(Item(f"Assistant: {_clip(_plain(s))}", (1, pos), recency(pos)))
 
     # a question is open when the other side never spoke after it: compare with the other side's
     # last position (one pass), not with the set of roles after each message (quadratic)
-    last_at = {m.get("role"): i for i, m in enumerate(head) if m.get("role") in ("user", "assistant")}
+    last_at = {m.role: i for i, m in enumerate(msgs) if m.role in ("user", "assistant")}
     questions = []
-    for i, m in enumerate(head):
-        if m.get("role") not in ("user", "assistant"):
+    for pos, m in enumerate(msgs):
+        if m.role not in ("user", "assistant"):
             continue
-        other = "assistant" if m["role"] == "user" else "user"
-        for s in _sentences(_scan(content_text(m.get("content")))):
-            if s.endswith("?"):
-                questions.append((last_at.get(other, -1) <= i, i, f"{m['role'].capitalize()}: {_clip(s)}"))
-    questions.sort(key=lambda q: (not q[0], -q[1]))
-    open_questions = _dedupe([q[2] for q in questions])
+        other = "assistant" if m.role == "user" else "user"
+        for s in _sentences(m.text):
+            if s.endswith("?") and not _CODE.search(s):
+                unanswered = last_at.get(other, -1) <= pos
+                questions.append(Item(f"{m.speaker}: {_clip(_plain(s))}", (1, pos), (10.0 if unanswered else 0.0) + recency(pos)))
 
-    words = [len(t.split()) for t in user_texts if t.strip()]
+    user_texts = [m.text for m in msgs if m.role in ("user", "developer") and m.text.strip()]
     tone = []
-    if words:
-        polite = sum(1 for t in user_texts if _POLITE.search(t))
+    if user_texts:
+        words = [len(t.split()) for t in user_texts]
+        polite = any(_POLITE.search(t) for t in user_texts)
         style = "brief" if sum(words) / len(words) < 25 else "detailed"
-        tone.append(f"User writes {style} messages (about {sum(words) // len(words)} words)"
-                    f"{', politely' if polite else ''}.")
+        tone.append(Item(f"User writes {style} messages (about {sum(words) // len(words)} words)"
+                         f"{', politely' if polite else ''}.", (1, 0), 2.0))
         if any(ord(c) > 0x2FF for t in user_texts for c in t[:2000]):
-            tone.append("User writes partly in a non-Latin script; answer in the user's language.")
-    tone.append("Assistant acts as a tool-using agent." if tool_names else "Plain conversation without tools.")
+            tone.append(Item("User writes partly in a non-Latin script; answer in the user's language.", (1, 1), 1.5))
+    tools_used = any(m.calls for m in msgs)
+    tone.append(Item("Assistant acts as a tool-using agent." if tools_used else "Plain conversation without tools.",
+                     (1, 2), 1.0))
 
     fresh = {"system_context": system_context, "overview": overview, "key_facts": key_facts,
              "user_preferences": prefs, "decisions": decisions, "pending_tasks": pending,
-             "open_questions": open_questions, "tone_context": tone}
+             "open_questions": questions, "tone_context": tone}
     if previous is None:
-        return fresh
-    # a later round: what the earlier summary kept competes with what is new, item by item
-    merged = {}
-    for section in SECTIONS:
-        old = [line[2:].strip() for line in previous.get(section, "").splitlines() if line.startswith("- ")]
-        new = fresh[section] if not (section == "system_context" and not sys_sents) else []
-        merged[section] = _dedupe([x for pair in _zip_longest(new, old) for x in pair if x])
-    return merged
+        return {s: _ranked(items) for s, items in fresh.items()}
+    return {s: _ranked(_carry_over(s, fresh[s], old[s], bool(sys_sents))) for s in SECTIONS}
 
 
-def fit_to_budget(candidates: dict[str, list[str]], max_tokens: int, count: Callable[[str], int]) -> str:
-    """Admit items round robin by rank (every section's best first) while the rendered summary
-    stays within ``max_tokens``."""
-    chosen: dict[str, list[str]] = {s: [] for s in SECTIONS}
+def _carry_over(section: str, new: list[Item], old: list[str], has_prompt: bool) -> list[Item]:
+    """A later round: the earlier summary's items (older, so listed first) compete with the new
+    ones, item by item; what the new head restates replaces its old copy."""
+    if section == "system_context" and has_prompt:
+        old = []
+    if section == "overview":  # the counts were added up into the new stats line
+        old = [x for x in old if not _STATS.match(x)]
+    if section == "pending_tasks" and any(it.text.startswith("Latest request:") for it in new):
+        old = [x for x in old if not x.startswith("Latest request:")]
+    if section == "tone_context":  # the style is measured again on the new head
+        kinds = {tuple(it.text.split(" ")[:2]) for it in new}
+        old = [x for x in old if tuple(x.split(" ")[:2]) not in kinds]
+    top = max((it.score for it in new), default=1.0)
+    new_keys = {dedupe_key(it.text) for it in new}
+    # old item k ranks between the new items k and k + 1
+    ranks = sorted(new, key=lambda it: -it.score)
+    carried = []
+    for k, text in enumerate(old):
+        if dedupe_key(text) in new_keys:
+            continue
+        below = ranks[k].score if k < len(ranks) else 0.0
+        carried.append(Item(text, (0, k), below - 1e-6 if k < len(ranks) else top * 1e-3 / (k + 1)))
+    return new + carried
 
-    def render() -> str:
-        return render_sections({s: "\n".join(f"- {x}" for x in items) for s, items in chosen.items()})
 
-    used = count(render())
+# ---------------------------------------------------------------- fitting the budget
+
+def _render(chosen: dict[str, list[Item]]) -> str:
+    return render_sections({s: "\n".join(f"- {it.text}" for it in sorted(items, key=lambda it: it.pos))
+                            for s, items in chosen.items()})
+
+
+def _fit_item(text: str, room: int, count: Callable[[str], int]) -> str | None:
+    """``text`` cut (at a word, with …) to cost at most ``room`` tokens as a bullet line, or None."""
+    words = text.split()
+    lo, hi, best = 1, len(words), None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        cand = " ".join(words[:mid]) + ("…" if mid < len(words) else "")
+        if count(f"- {cand}\n") <= room:
+            best, lo = cand, mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
+def fit_to_budget(candidates: dict[str, list[Item]], max_tokens: int, count: Callable[[str], int]) -> str:
+    """Admit items round robin by rank (every section's best first), the overview's first
+    before anything, while the rendered summary stays within ``max_tokens``; list them in
+    conversation order."""
+    chosen: dict[str, list[Item]] = {s: [] for s in SECTIONS}
+    used = count(_render(chosen))
+    none_cost = count("(none)")
+    first = (candidates.get("overview") or [None])[0]
+    if first is not None:  # what the conversation was is never dropped: clipped to fit if need be
+        room = max_tokens - used + none_cost
+        text = first.text if count(f"- {first.text}\n") <= room else _fit_item(first.text, room, count)
+        if text:
+            chosen["overview"].append(Item(text, first.pos, first.score))
+            used = count(_render(chosen))
     depth = max((len(v) for v in candidates.values()), default=0)
     for rank in range(depth):
         for section in SECTIONS:
             items = candidates.get(section) or []
-            if rank >= len(items):
+            if rank >= len(items) or (section == "overview" and rank == 0):
                 continue
-            cost = count(f"- {items[rank]}\n") + (0 if chosen[section] else -count("(none)"))
+            cost = count(f"- {items[rank].text}\n") + (0 if chosen[section] else -none_cost)
             if used + cost > max_tokens:
                 continue
             chosen[section].append(items[rank])
             used += cost
-    text = render()
+    text = _render(chosen)
     while count(text) > max_tokens:  # token merges across lines can differ from the estimate
         longest = max(SECTIONS, key=lambda s: len(chosen[s]))
         if not chosen[longest]:
             break
-        chosen[longest].pop()
-        text = render()
+        worst = min(chosen[longest], key=lambda it: it.score)
+        chosen[longest].remove(worst)
+        text = _render(chosen)
     return text
 
 
