@@ -55,6 +55,10 @@ def _run(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> None:
     from .settings import RunIO
 
     ctx = click.get_current_context()
+    if io.get("engine") == "ray":
+        _run_ray(settings, io, parameters)
+    if io.get("address"):
+        raise click.UsageError("--address names a Ray cluster: use it with --engine ray")
     run_io = RunIO(inputs=tuple(io["inputs"]), output=io.get("output"), in_place=io.get("in_place", False),
                    report_path=io.get("report_path"), quiet=io.get("quiet", False), jobs=io.get("jobs") or 0,
                    resume=io.get("resume", False),
@@ -76,55 +80,61 @@ def _run(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> None:
     sys.exit(code)
 
 
+def _run_ray(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> None:
+    """--engine ray: the same records through the same step on a Ray cluster (compactor_cli.ray)."""
+    for name, flag, why in (("in_place", "--in-place", "object stores and Ray workers cannot rename over an input; "
+                             "write to -o DIR"),
+                            ("resume", "--resume", "a Ray run is not journaled; run it again (its output "
+                             "directory must be new or empty)"),
+                            ("jobs", "-j/--jobs", "Ray schedules its own workers (size the cluster instead)")):
+        if io.get(name) and _explicit(name):
+            raise click.UsageError(f"{flag} does not apply to --engine ray: {why}")
+    try:
+        from .ray import run_cli
+    except ImportError as exc:
+        raise click.UsageError(f"--engine ray needs Ray Data and pyarrow: pip install 'xcompact[ray]' ({exc})") \
+            from None
+    ctx = click.get_current_context()
+    parameters = {**parameters, "config": ctx.meta.get("xcompact_config"), "engine": "ray"}
+    try:
+        code = run_cli(settings, inputs=list(io["inputs"]), output=io.get("output"), report_path=io.get("report_path"),
+                       address=io.get("address"), quiet=io.get("quiet", False), parameters=parameters, emit=_emit)
+    except UsageError as exc:
+        raise click.UsageError(str(exc)) from None
+    except OutputError as exc:
+        _emit(f"error: {exc}")
+        sys.exit(EXIT_FAILED)
+    sys.exit(code)
+
+
 def _explicit(name: str) -> bool:
     """Was option ``name`` given on the command line (not a default or a config value)?"""
     source = click.get_current_context().get_parameter_source(name)
     return source is click.core.ParameterSource.COMMANDLINE
 
 
-def _backend_config(backend: str, summary_model: str | None, base_url: str | None, temperature: float,
-                    timeout: float, retries: int, concurrency: int, prompt_file: str | None,
-                    summary_input_tokens: int | None, structured: str, cache_dir: str | None, no_cache: bool,
-                    dry_run: bool = False) -> tuple[Any, dict[str, Any]]:
-    """The summariser backend as a typed object, and the parameters the report records.
-    openai-only options given to the extractive backend are a usage error (``--backend
-    extractive``) or a warning (``auto`` found no server)."""
-    from .cache import default_cache_dir
-    from .secrets import redact_url
-    from .settings import BackendConfig, OpenAIConfig, choose_backend_name
+def _configured(command: str, kw: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """(batch.Configured, the run's io options). Record options become Settings through the
+    same function the library uses (batch.build), so they are defined once."""
+    from .batch import RUN_OPTIONS, build
 
-    chosen = "extractive" if dry_run else choose_backend_name(backend, base_url)
-    if chosen == "extractive" and not dry_run:
-        given = [n for n in opt.OPENAI_ONLY if _explicit(n)]
-        if given:
-            flags = ", ".join("--" + n.replace("_", "-") for n in given)
-            if backend == "extractive":
-                verb = "apply" if len(given) > 1 else "applies"
-                raise click.UsageError(f"{flags} {verb} only to the openai backend; drop it or use --backend openai")
-            if not click.get_current_context().params.get("quiet"):
-                _emit(f"warning: {flags} ignored: no OPENAI_API_KEY, OPENAI_BASE_URL or --base-url, so the "
-                      "offline extractive summariser is used")
-    params: dict[str, Any] = {"backend": chosen}
-    if chosen != "openai":
-        return BackendConfig("extractive"), params
-    instructions = None
-    if prompt_file:
-        try:
-            with open(prompt_file, encoding="utf-8") as fh:
-                instructions = fh.read().strip() or None
-        except UnicodeDecodeError as exc:
-            raise click.UsageError(f"--prompt-file {prompt_file} is not UTF-8 text (byte {exc.start}); "
-                                   "save it as UTF-8") from None
-        except OSError as exc:
-            raise click.UsageError(f"cannot read --prompt-file {prompt_file}: {exc.strerror}") from None
-    config = OpenAIConfig(model=summary_model, base_url=base_url, temperature=temperature, timeout=timeout,
-                          retries=retries, concurrency=concurrency, instructions=instructions,
-                          summary_input_tokens=summary_input_tokens, structured=structured,
-                          cache_dir=None if no_cache else (cache_dir or default_cache_dir()))
-    params.update(summary_model=summary_model, base_url=redact_url(base_url), temperature=temperature,
-                  timeout=timeout, retries=retries, concurrency=concurrency, prompt_file=prompt_file,
-                  summary_input_tokens=summary_input_tokens, structured=structured, cache=not no_cache)
-    return BackendConfig("openai", config), params
+    io = {k: v for k, v in kw.items() if k in RUN_OPTIONS}
+    values = {k: v for k, v in kw.items() if k not in RUN_OPTIONS}
+    io["strict"] = values.get("strict", False)
+    explicit = {k for k in values if _explicit(k)}
+    try:
+        configured = build(command, values, explicit)
+    except UsageError as exc:
+        raise click.UsageError(str(exc)) from None
+    if not io.get("quiet"):
+        for text in configured.warnings:
+            _emit(f"warning: {text}")
+    return configured, io
+
+
+def _command(command: str, kw: dict[str, Any]) -> None:
+    configured, io = _configured(command, kw)
+    _run(configured.settings, io, configured.parameters)
 
 
 @click.group(context_settings=CONTEXT_SETTINGS)
@@ -143,7 +153,7 @@ def cli() -> None:
 @opt.keep
 @opt.originals
 @opt.token_options
-def toolcall(keep: int, originals: str, encoding: str, no_tokens: bool, **io: Any) -> None:
+def toolcall(**kw: Any) -> None:
     """Tier 1: replace old tool results by a placeholder naming their tool-call ID.
 
     Tool results older than the most recent --keep are replaced where the placeholder is
@@ -153,18 +163,7 @@ def toolcall(keep: int, originals: str, encoding: str, no_tokens: bool, **io: An
     Example:
       xcompact toolcall fixtures/taubench_airline_5.jsonl --keep 4 -o out.jsonl --report report.json
     """
-    from .settings import Settings
-
-    strict = io["strict"]
-    _run(Settings("toolcall", keep=keep, keep_originals=originals == "keep", strict=strict,
-                  count_tokens=not no_tokens, encoding=encoding),
-         io, dict(keep=keep, originals=originals, strict=strict, encoding=encoding, tokens=not no_tokens))
-
-
-def _split_backend(kw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(backend options, the rest: io options) of a command's keyword arguments."""
-    keys = opt.BACKEND_KEYS
-    return {k: v for k, v in kw.items() if k in keys}, {k: v for k, v in kw.items() if k not in keys}
+    _command("toolcall", kw)
 
 
 @cli.command()
@@ -173,8 +172,7 @@ def _split_backend(kw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 @opt.backend_options("--model")
 @opt.originals
 @opt.encoding
-def summarize(keep_recent: int, max_summary_tokens: int, preserve_system: bool, originals: str, encoding: str,
-              **kw: Any) -> None:
+def summarize(**kw: Any) -> None:
     """Tier 2: replace older messages by one structured summary; keep recent ones verbatim.
 
     The summary has eight sections (system_context, overview, key_facts, user_preferences,
@@ -185,18 +183,7 @@ def summarize(keep_recent: int, max_summary_tokens: int, preserve_system: bool, 
     Example:
       xcompact summarize fixtures/swe_agent_3.jsonl --backend extractive --keep-recent 8 -o summarized.jsonl
     """
-    from .settings import Settings
-    from .tier2 import SummarizeOptions
-
-    backend_kw, io = _split_backend(kw)
-    strict = io["strict"]
-    backend, params = _backend_config(**backend_kw)
-    summary = SummarizeOptions(keep_recent=keep_recent, max_summary_tokens=max_summary_tokens,
-                               preserve_system=preserve_system, keep_originals=originals == "keep")
-    params.update(keep_recent=keep_recent, max_summary_tokens=max_summary_tokens, preserve_system=preserve_system,
-                  originals=originals, strict=strict, encoding=encoding)
-    _run(Settings("summarize", keep_originals=originals == "keep", strict=strict, encoding=encoding,
-                  summary=summary, backend=backend), io, params)
+    _command("summarize", kw)
 
 
 @cli.command()
@@ -221,10 +208,7 @@ def summarize(keep_recent: int, max_summary_tokens: int, preserve_system: bool, 
 @opt.backend_options("--summary-model")
 @opt.originals
 @opt.encoding
-def compact(token_threshold: int | None, message_threshold: int | None, conversation_model: str | None,
-            context_window: int | None, keep: int, keep_recent: int, max_summary_tokens: int,
-            preserve_system: bool, escalation_rounds: int, max_retries: int, check: bool, dry_run: bool,
-            originals: str, encoding: str, **kw: Any) -> None:
+def compact(**kw: Any) -> None:
     """The tiered policy: reclaim tool results first, summarise only when still over.
 
     Conversations over --token-threshold (or --message-threshold) get tier 1; if the estimate
@@ -236,45 +220,21 @@ def compact(token_threshold: int | None, message_threshold: int | None, conversa
     Example:
       xcompact compact fixtures/taubench_airline_5.jsonl --token-threshold 2000 --backend extractive -o compacted.jsonl
     """
-    from .compact import Policy, resolve_threshold
-    from .settings import Settings
-
-    backend_kw, io = _split_backend(kw)
-    if backend_kw.get("summary_model") is None:  # as nagents: the conversation's own model unless told
-        backend_kw["summary_model"] = conversation_model
-    strict = io["strict"]
-    if check and dry_run:
+    if kw["check"] and kw["dry_run"]:
         raise click.UsageError("--check and --dry-run cannot be used together: --check only measures, "
                                "--dry-run runs the policy without writing")
-    if check or dry_run:
-        if io.get("in_place") or io.get("output"):
+    if kw["check"] or kw["dry_run"]:
+        if kw.get("in_place") or kw.get("output"):
             raise click.UsageError("--check and --dry-run write nothing: drop -o/--in-place")
-        if io.get("resume"):
+        if kw.get("resume"):
             raise click.UsageError("--check and --dry-run write nothing to resume: drop --resume")
-    try:
-        token_threshold, message_threshold, source = resolve_threshold(
-            token_threshold, message_threshold, conversation_model, context_window)
-    except UsageError as exc:
-        raise click.UsageError(str(exc)) from None
-    backend, params = (None, {}) if check else _backend_config(dry_run=dry_run, **backend_kw)
-    policy = Policy(token_threshold=token_threshold, message_threshold=message_threshold, keep=keep,
-                    keep_recent=keep_recent, escalation_rounds=escalation_rounds, max_retries=max_retries,
-                    max_summary_tokens=max_summary_tokens, preserve_system=preserve_system,
-                    keep_originals=originals == "keep")
-    params.update(token_threshold=token_threshold, message_threshold=message_threshold, keep=keep,
-                  keep_recent=keep_recent, escalation_rounds=escalation_rounds, max_retries=max_retries,
-                  max_summary_tokens=max_summary_tokens, preserve_system=preserve_system,
-                  keep_originals=originals == "keep", threshold_source=source, model=conversation_model,
-                  context_window=context_window, check=check, dry_run=dry_run, originals=originals, strict=strict,
-                  encoding=encoding)
-    _run(Settings("compact", keep=keep, keep_originals=originals == "keep", strict=strict, encoding=encoding,
-                  write_output=not (check or dry_run), policy=policy, check=check, backend=backend), io, params)
+    _command("compact", kw)
 
 
 @cli.command()
 @opt.io_options
 @opt.token_options
-def restore(encoding: str, no_tokens: bool, **io: Any) -> None:
+def restore(**kw: Any) -> None:
     """Give back the conversations as they were before compaction.
 
     Puts every stored original back in place of its placeholder and undoes summaries.
@@ -283,11 +243,7 @@ def restore(encoding: str, no_tokens: bool, **io: Any) -> None:
     Example:
       xcompact restore out.jsonl -o restored.jsonl   (out.jsonl: see the toolcall example)
     """
-    from .settings import Settings
-
-    strict = io["strict"]
-    _run(Settings("restore", strict=strict, count_tokens=not no_tokens, encoding=encoding), io,
-         dict(strict=strict, encoding=encoding, tokens=not no_tokens))
+    _command("restore", kw)
 
 
 @cli.command()
@@ -295,8 +251,10 @@ def restore(encoding: str, no_tokens: bool, **io: Any) -> None:
 @opt.report
 @opt.quiet
 @opt.strict
+@opt.engine
+@opt.address
 @opt.config
-def validate(**io: Any) -> None:
+def validate(**kw: Any) -> None:
     """Check conversations against the schema and the tool-pairing rules; write nothing.
 
     Exit 1 when any conversation is invalid (with --strict, also on broken tool pairing or
@@ -306,10 +264,7 @@ def validate(**io: Any) -> None:
     Example:
       xcompact validate fixtures/taubench_airline_5.jsonl fixtures/claude_code_session.json
     """
-    from .settings import Settings
-
-    _run(Settings("validate", strict=io["strict"], count_tokens=False, write_output=False), io,
-         dict(strict=io["strict"]))
+    _command("validate", kw)
 
 
 @cli.command()

@@ -44,11 +44,17 @@ jobs = click.option("-j", "--jobs", type=click.IntRange(min=0), default=0, show_
                          "under 256 MiB). Output is the same for any -j.")
 resume = click.option("--resume", is_flag=True,
                       help="Continue an interrupted run with the same options from its last checkpoint.")
+engine = click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                      help="local: this machine (-j processes); ray: a Ray cluster (pip install 'xcompact[ray]'); "
+                           "inputs and -o DIR may be s3:// or gs:// URLs, outputs are directories of ordered parts.")
+address = click.option("--address", metavar="ADDR", default=None,
+                       help="--engine ray: the cluster to join (HOST:PORT of its head, or 'auto') [default: "
+                            "RAY_ADDRESS, else a local cluster started for this run].")
 
 
 def io_options(f: F) -> F:
     """Inputs, where outputs go, the report, scale: every command that writes conversations."""
-    for opt in reversed([inputs, output, in_place, report, quiet, strict, jobs, resume, config]):
+    for opt in reversed([inputs, output, in_place, report, quiet, strict, jobs, resume, engine, address, config]):
         f = opt(f)
     return f
 

@@ -1,0 +1,189 @@
+"""The batch function (compactor_cli.batch): lines in, the CLI's bytes and report items out.
+
+Every engine (Ray, Hugging Face datasets, a loop) relies on it giving, for the same line and the
+same options, exactly what ``xcompact`` writes and reports, bad records included."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+
+from compactor_cli.batch import configure, option_defaults, process_lines, report_for, settings_for
+from compactor_cli.cli import cli
+from compactor_cli.errors import UsageError
+
+from conftest import FIXTURES, tool_conv
+
+# ---------------------------------------------------------------- hostile data (shared with the other engine tests)
+
+
+def _conv_with(i: int, **extra) -> dict:
+    conv = tool_conv(n_tools=4, size=300 + 40 * i)
+    conv.update(extra)
+    return conv
+
+
+def hostile_lines(big_bytes: int = 300_000) -> list[bytes]:
+    """JSONL lines that the obvious Arrow/pandas integrations corrupt, plus records the CLI
+    refuses (passed through unchanged). The last line has no line end."""
+    sep = "\u2028 \u2029 \u0085"
+    raw_seps = _conv_with(0)
+    raw_seps["messages"][3]["content"] = f"line one{sep}line two " + "y" * 400  # a compacted tool result
+    raw_seps["messages"][1]["content"] = f"user text with raw separators{sep}"  # kept
+    mixed = _conv_with(1)
+    mixed["messages"][1]["content"] = [{"type": "text", "text": "parts, not a string"}]
+    mixed["messages"][6]["content"] = [{"type": "text", "text": "tool output as parts " + "z" * 500}]
+    extra_keys = _conv_with(2, dataset_id="ds-7", meta={"split": "train", "turns": [41, None, 7]})
+    extra_keys["messages"][2]["x_trace"] = {"span": "abc", "depth": 3}
+    extra_keys["messages"][0]["weight"] = None
+    floats = _conv_with(3, score=0.12345678901234566, eps=1e-12, big=1e300, neg=-0.0, ints_and_nulls=[41, None, 0])
+    floats["messages"][5]["logprob"] = -0.30000000000000004
+    unchanged_floats = {"messages": [{"role": "user", "content": "hi"}], "score": 0.12345678901234566, "eps": 1e-12,
+                        "n": [41, None]}
+    stored = _conv_with(4, compacted_tool_results={"old_call_1": "earlier original", "old_call_2": [
+        {"type": "text", "text": "parts"}]})
+    big = _conv_with(5)
+    big["messages"][3]["content"] = "B" * big_bytes  # a record larger than a small block size
+    lines = [orjson.dumps(c) + b"\n" for c in (raw_seps, mixed, extra_keys, floats, unchanged_floats, stored, big)]
+    lines += [
+        b"\n",  # blank: not a record (line numbers still count it)
+        b'{"messages": [{"role": "user", "content": "broken"\n',  # broken JSON
+        b'{"messages": [{"role": "robot", "content": "x"}]}\n',  # unknown role
+        b'"just a string"\n',  # not an object or list
+        b'{"messages": [{"role": "user", "content": "\xff\xfe bad utf-8"}]}\n',  # invalid UTF-8
+        # integers beyond 64 bits: the lossless path
+        b'{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": null, "tool_calls": '
+        b'[{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}, {"role": "tool", '
+        b'"tool_call_id": "c1", "content": "' + b"r" * 600 + b'"}, {"role": "assistant", "content": "ok"}], '
+        b'"id": 123456789012345678901234567890}\n',
+        b'{"messages": [], "k": 1, "k": 2}\n',  # a repeated key
+        b'   \t \n',
+        orjson.dumps(_conv_with(6, note="pretty spaced input keeps its bytes when unchanged"),
+                     option=orjson.OPT_INDENT_2).replace(b"\n", b" ") + b"\n",
+    ]
+    lines.append(orjson.dumps(_conv_with(7)))  # no line end
+    return lines
+
+
+def write_hostile(path: Path, big_bytes: int = 300_000) -> Path:
+    path.write_bytes(b"".join(hostile_lines(big_bytes)))
+    return path
+
+
+#: Commands and option sets the engines are compared on (argv after the command name).
+CASES = [
+    ("toolcall", ["--keep", "1"], {"keep": 1}),
+    ("toolcall", ["--keep", "0", "--originals", "drop", "--no-tokens", "--strict"],
+     {"keep": 0, "originals": "drop", "no_tokens": True, "strict": True}),
+    ("compact", ["--token-threshold", "60", "--backend", "extractive", "--keep", "1", "--keep-recent", "2"],
+     {"token_threshold": 60, "backend": "extractive", "keep": 1, "keep_recent": 2}),
+    ("summarize", ["--backend", "extractive", "--keep-recent", "3"], {"backend": "extractive", "keep_recent": 3}),
+    ("restore", [], {}),
+    ("validate", ["--strict"], {"strict": True}),
+    ("compact", ["--check", "--message-threshold", "8"], {"check": True, "message_threshold": 8}),
+]
+CASE_IDS = [" ".join([c, *a]) for c, a, _ in CASES]
+
+
+def cli_run(runner, command: str, args: list[str], src: Path, tmp: Path) -> tuple[bytes | None, dict, int]:
+    """(output bytes or None, report, exit code) of ``xcompact COMMAND SRC ARGS``."""
+    out, rep = tmp / f"cli-{command}.jsonl", tmp / f"cli-{command}-report.json"
+    writes = command != "validate" and "--check" not in args
+    argv = [command, str(src), *args, "-q", "--report", str(rep)] + (["-o", str(out)] if writes else [])
+    res = runner.invoke(cli, argv)
+    assert res.exit_code in (0, 1), res.output
+    return (out.read_bytes() if writes else None), json.loads(rep.read_text()), res.exit_code
+
+
+def restore_input(runner, tmp: Path) -> Path:
+    """restore is compared on toolcall's output of the hostile file (something to give back)."""
+    src = write_hostile(tmp / "hostile.jsonl")
+    out = tmp / "toolcall-out.jsonl"
+    assert runner.invoke(cli, ["toolcall", str(src), "--keep", "1", "-q", "-o", str(out)]).exit_code == 1
+    return out
+
+
+def input_for(command: str, runner, tmp: Path) -> Path:
+    return restore_input(runner, tmp) if command == "restore" else write_hostile(tmp / "hostile.jsonl")
+
+
+# ---------------------------------------------------------------- the batch function
+
+
+@pytest.mark.parametrize("command,args,options", CASES, ids=CASE_IDS)
+def test_batch_gives_the_cli_bytes_items_totals_and_exit_code(runner, tmp_path, command, args, options):
+    src = input_for(command, runner, tmp_path)
+    expected, report, code = cli_run(runner, command, args, src, tmp_path)
+    configured = configure(command, **options)
+    items, outputs = [], []
+    lines = src.read_bytes().split(b"\n")
+    lines = [line + b"\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+    first = 1
+    for i in range(0, len(lines), 3):  # in small batches, as an engine calls it
+        res = process_lines(lines[i:i + 3], configured.settings, source=str(src), first_line=first)
+        first += len(lines[i:i + 3])
+        items += res.items
+        outputs += res.lines
+    if expected is None:
+        assert outputs == []
+    else:
+        # the CLI writes the last, unterminated line as it was; the batch function ends every line
+        assert b"".join(outputs) == expected + (b"" if expected.endswith(b"\n") else b"\n")
+    assert items == report["items"]
+    rep = report_for(configured, items, report_path=str(tmp_path / "batch-report.json"))
+    assert rep.totals() == report["totals"] and rep.exit_code == report["exit_code"] == code
+    assert json.loads((tmp_path / "batch-report.json").read_text())["parameters"] == {
+        k: v for k, v in report["parameters"].items() if k != "config"}
+
+
+def test_bad_records_pass_through_unchanged_and_blank_lines_are_not_records():
+    lines = [b'{"messages": [{"role": "robot"}]}\n', b"\n", b"not json\n", "   "]
+    res = process_lines(lines, "toolcall", source="x.jsonl", first_line=10)
+    assert res.outputs == [lines[0], lines[2]]
+    assert [(i["line"], i["status"]) for i in res.items] == [(10, "INVALID_INPUT"), (12, "INVALID_INPUT")]
+    assert res.items[1]["error"].startswith("broken JSON")
+
+
+def test_str_lines_without_line_ends_as_datasets_gives_them():
+    src = hostile_lines()
+    texts = [line.decode("utf-8", "replace").rstrip("\n") for line in src if b"\xff" not in line]
+    as_bytes = process_lines([t.encode() + b"\n" for t in texts], "toolcall", keep=1)
+    as_text = process_lines(texts, "toolcall", keep=1)
+    assert as_text.outputs == as_bytes.outputs
+    assert as_text.texts() == [o.decode()[:-1] for o in as_bytes.outputs]
+    assert any("\u2028" in t for t in as_text.texts())  # a raw separator is not a line end
+
+
+def test_u2028_inside_a_string_survives_a_rewrite_raw():
+    conv = tool_conv(n_tools=3)
+    conv["messages"][3]["content"] = "a\u2028b " + "x" * 500
+    res = process_lines([orjson.dumps(conv)], "toolcall", keep=1)
+    out = res.outputs[0]
+    assert res.items[0]["status"] == "RECLAIMED" and out.count(b"\n") == 1 and "\u2028".encode() in out
+    assert orjson.loads(out)["compacted_tool_results"]["call_0"] == "a\u2028b " + "x" * 500
+
+
+def test_options_are_the_clis_names_defaults_and_checks():
+    assert option_defaults("toolcall") == {"strict": False, "keep": 12, "originals": "keep",
+                                           "encoding": "cl100k_base", "no_tokens": False}
+    assert set(option_defaults("compact")) >= {"model", "summary_model", "token_threshold", "keep_recent", "check"}
+    assert settings_for("compact", model="gpt-4o").policy.token_threshold == 89600  # 70% of gpt-4o's window
+    with pytest.raises(UsageError, match="'--keep': -1 is not in the range"):
+        settings_for("toolcall", keep=-1)
+    with pytest.raises(UsageError, match="has no option kep"):
+        settings_for("toolcall", kep=3)
+    with pytest.raises(UsageError, match="--temperature applies only to the openai backend"):
+        settings_for("summarize", backend="extractive", temperature=0.5)
+    with pytest.raises(UsageError, match="cannot be used together"):
+        settings_for("compact", check=True, dry_run=True)
+    assert "ignored" in configure("summarize", temperature=0.5).warnings[0]
+
+
+def test_the_real_transcripts_come_out_as_the_cli_writes_them(runner, tmp_path):
+    src = FIXTURES / "taubench_airline_5.jsonl"
+    expected, report, _ = cli_run(runner, "toolcall", ["--keep", "4"], src, tmp_path)
+    res = process_lines(src.read_bytes().splitlines(keepends=True), "toolcall", keep=4, source=str(src))
+    assert b"".join(res.lines) == expected and res.items == report["items"]
