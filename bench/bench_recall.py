@@ -220,6 +220,94 @@ def planted_recall(data: str, budget: int, keep: int, seeds: int) -> None:
     print(f"| all | | {n} | {per} | **{100 * sum(sum(v) for v in all_hits.values()) / max(1, n):.1f}%** | |")
 
 
+# What a reader continuing each recorded conversation needs from its head (read by hand; regular
+# expressions, case-insensitive, so a paraphrase that keeps the fact counts). Keyed by
+# (source file, line) of fixtures/llm-answers/index.json.
+GOLD: dict[tuple[str, int], list[tuple[str, str]]] = {
+    ("swe-agent.jsonl", 2): [("path", r"server\.py"), ("number", r"\be\W{0,3}=\W{0,3}5|exponent\W+(?:e\W+)?(?:of\W+)?5"),
+                             ("identifier", r"crypto\.chal\.csaw\.io"), ("number", r"\b1337\b"),
+                             ("decision", r"hastad|broadcast attack|chinese remainder|\bCRT\b")],
+    ("swe-agent.jsonl", 3): [("path", r"eps1\.1_ones-and-zer0es"), ("path", r"eps1\.9_zer0-day"),
+                             ("identifier", r"people always make the best exploits"), ("decision", r"base64"),
+                             ("error", r"wrong flag")],
+    ("swe-agent.jsonl", 5): [("path", r"flash_c8429a430278283c0e571baebca3d139\.img"), ("error", r"no such file")],
+    ("swe-agent.jsonl", 6): [("path", r"networking\.pcap"), ("identifier", r"telnet"), ("number", r"\b59\b")],
+    ("spotter-claude-code.jsonl", 3): [("path", r"transcript_renderer\.ex"), ("path", r"session_live\.ex"),
+                                       ("path", r"subagent_live\.ex"), ("path", r"app\.js"),
+                                       ("error", r"does not exist|no such file|no files found")],
+    ("spotter-claude-code.jsonl", 8): [("path", r"data_case\.ex"), ("path", r"tmux\.ex"), ("path", r"session_registry\.ex"),
+                                       ("error", r"EISDIR|illegal operation on a directory"),
+                                       ("identifier", r"test_helper\.exs|ExUnit\.start")],
+    ("taubench_gpt-4o-airline.jsonl", 11): [("identifier", r"mia_kim_4397"), ("identifier", r"H9ZU1C"),
+                                            ("decision", r"cannot be cancell?ed|not be cancell?ed|24-hour|cancellation window"),
+                                            ("identifier", r"HAT069"), ("number", r"\$\s?51\b|\b51\b"),
+                                            ("preference", r"gift card"), ("preference", r"free allowance|no (?:extra )?bag"),
+                                            ("preference", r"no (?:travel )?insurance")],
+    ("taubench_gpt-4o-airline.jsonl", 12): [("identifier", r"ivan_muller_7015"), ("identifier", r"G72NSF"),
+                                            ("identifier", r"ivan smith"), ("number", r"\$?\b375\b"),
+                                            ("error", r"does not add up"),
+                                            ("preference", r"more than \$?100|gift card and (?:the )?credit card"),
+                                            ("preference", r"(?:don't|do not|no) (?:need )?insurance")],
+    ("taubench_gpt-4o-airline.jsonl", 13): [("identifier", r"amelia_sanchez_4739"), ("identifier", r"3FRNFB"),
+                                            ("path", r"MCO.{0,30}CLT"), ("preference", r"refund"),
+                                            ("open question", r"reservation id")],
+}
+
+
+def answers_recall(policies: list[str]) -> None:
+    """Hand-picked facts of the 9 recorded conversations: the replayed model against the extractive."""
+    from chat_server import ChatServer, Replay
+
+    from compactor_cli.backends.openai_backend import OpenAIBackend, OpenAIOptions
+    from compactor_cli.tokens import TokenCounter
+
+    fixtures = os.path.join(ROOT, "fixtures", "llm-answers")
+    index = orjson.loads(open(os.path.join(fixtures, "index.json"), "rb").read())
+    convs = load(os.path.join(fixtures, "conversations.jsonl"))
+    recorded = load(os.path.join(fixtures, "qwen2.5-coder-0.5b.jsonl"))
+    groups = [it["exchanges"] for it in index if it["exchanges"]]
+    counter = TokenCounter()
+
+    def recall(summaries: dict[int, str]) -> tuple[dict[str, list[bool]], int]:
+        hits: dict[str, list[bool]] = defaultdict(list)
+        for k, text in summaries.items():
+            for kind, rx in GOLD[(index[k]["source"], index[k]["line"])]:
+                hits[kind].append(bool(re.search(rx, text, re.I)))
+        return hits, len(summaries)
+
+    rows = []
+    for policy in policies:
+        replay = Replay(recorded, groups, repair=policy)
+        summaries = {}
+        with ChatServer(replay) as server:
+            for k, (item, dump) in enumerate(zip(index, convs)):
+                if not item["exchanges"]:
+                    continue
+                backend = OpenAIBackend(OpenAIOptions(model="local", base_url=server.base_url, summary_input_tokens=4000,
+                                                      structured="markdown", retries=0), counter.text)
+                out, status, _ = summarize_dump(dump, keep_recent=6, max_summary_tokens=600, backend=backend)
+                if status is Status.SUMMARIZED:
+                    summaries[k] = out["messages"][0]["content"].split("\n\n[Compaction note")[0]
+        rows.append((f"model, replayed (repair answers: {policy})", *recall(summaries), summaries))
+    extractive = {}
+    for k, (item, dump) in enumerate(zip(index, convs)):
+        if item["exchanges"]:
+            out, status, _ = summarize_dump(dump, keep_recent=6, max_summary_tokens=600)
+            extractive[k] = out["messages"][0]["content"].split("\n\n[Compaction note")[0]
+    for name, _, _, done in list(rows):
+        if len(done) < len(extractive):
+            rows.append((f"extractive, the conversations of \"{name}\"", *recall({k: extractive[k] for k in done}), None))
+    rows.append(("extractive, all 9", *recall(extractive), None))
+    kinds = sorted({kind for facts in GOLD.values() for kind, _ in facts})
+    print("\nhand-picked facts of the 9 recorded conversations (600-token summaries, --keep-recent 6):")
+    print(f"| summaries | conversations | {' | '.join(kinds)} | all |")
+    print("|---|---|" + "---|" * (len(kinds) + 1))
+    for name, hits, n, _ in rows:
+        per = " | ".join(f"{sum(hits[k])}/{len(hits[k])}" if hits[k] else "–" for k in kinds)
+        total = sum(sum(v) for v in hits.values()) / max(1, sum(len(v) for v in hits.values()))
+        print(f"| {name} | {n} | {per} | **{100 * total:.0f}%** |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data"))
@@ -228,7 +316,12 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=5, help="plantings (different facts and places) per conversation")
     ap.add_argument("--answers", action="store_true", help="also compare with the recorded model answers")
     args = ap.parse_args()
-    planted_recall(args.data, args.budget, args.keep_recent, args.seeds)
+    if os.path.isdir(args.data):
+        planted_recall(args.data, args.budget, args.keep_recent, args.seeds)
+    else:
+        print(f"{args.data} not found: no planted-fact figures (the shared data set is not part of the project)")
+    if args.answers:
+        answers_recall(["again", "sections", "scripted"])
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 from bench_recall import KINDS, plant  # noqa: E402
 
 REAL = ["taubench_airline_5.jsonl", "swe_agent_3.jsonl", "claude_code_session.json", "llm-answers/conversations.jsonl"]
-SPEAKER = re.compile(r"^(User|Assistant|Tool [\w.:-]+): \S")
+SPEAKER = re.compile(r"^(User|Assistant|Assistant called [\w.:-]+|Tool [\w.:-]+): \S")
 
 
 def conversations(name: str) -> list[dict]:

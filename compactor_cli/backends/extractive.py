@@ -29,9 +29,13 @@ from . import Answer, SummaryRequest
 
 SCAN_CHARS = 20_000  # per message: the first and last SCAN_CHARS characters are read
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_PATH = re.compile(r"(?<![\w/.~-])(?:~?/|\./)?(?:[\w.@+-]+/)+[\w.@+-]*[\w]|(?<![\w/.-])[\w-]+\.(?:py|js|ts|tsx|jsx|json|"
-                   r"jsonl|md|txt|ya?ml|toml|rs|go|java|c|h|cpp|hpp|sh|cfg|ini|html|css|sql|csv|log|lock|ex|exs|rb|"
-                   r"php|kt|swift|scala|xml|conf|env|ipynb|pdf|png|jpg|gz|zip|tar)\b")
+_PATH = re.compile(r"(?<![\w/.~-])(?:~?/|\./)?(?:[\w.@+-]+/)+[\w.@+-]*[\w]|(?<![\w/.-])[\w.-]*\w\.(?:py|js|ts|tsx|jsx|"
+                   r"json|jsonl|md|rst|txt|ya?ml|toml|rs|go|java|c|h|cc|cpp|hpp|cs|sh|bash|zsh|ps1|bat|cfg|ini|conf|env|"
+                   r"html?|heex|eex|css|scss|sql|csv|tsv|log|lock|ex|exs|erl|rb|php|pl|lua|kt|swift|scala|dart|vue|proto|"
+                   r"tf|xml|ipynb|pdf|png|jpe?g|gif|svg|webp|gz|tgz|bz2|xz|zip|tar|7z|img|iso|bin|exe|dll|so|dylib|pcap|"
+                   r"pcapng|mpeg|mp4|m4v|avi|mov|mp3|wav|enc|pem|key|pub|crt|db|sqlite3?|parquet|traj|out)\b")
+_URL = re.compile(r"\bhttps?://[^\s<>\"'`)\]]+[^\s<>\"'`)\].,;:]|(?<![\w.@-])(?:[a-z0-9-]+\.)+(?:com|io|org|net|dev|ai|co|"
+                  r"edu|gov|app|cloud|local|internal)(?::\d+)?\b(?![.\w-])")
 _EXT = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,5}$")
 _IDENT = re.compile(r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,10}\b|\b[a-z]+_[a-z]+_?\d+\b|\b[A-Z][A-Z0-9]{1,9}-\d+\b"
                     r"|\b[0-9a-f]{7,12}\b(?=[^\n]{0,40}\b(?:commit|sha|hash)\b)|\b(?:commit|sha|hash)\b[^\n]{0,20}?\b[0-9a-f]{7,40}\b")
@@ -42,8 +46,12 @@ _UNITS = (r"%|ms|s|sec|seconds?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|
 _NUMBER = re.compile(r"[$€£]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s?(?:" + _UNITS + r")\b|\b\d{4}-\d{2}-\d{2}\b")
 # an error line of tool output (not code that merely mentions an error)
 _ERROR = re.compile(r"^\s*(?:Traceback \(most recent call last\)|[\w.]*(?:Error|Exception)(?::|\s*$)|error(?:\[\w+\])?:|"
-                    r"ERROR\b|FAILED\b|FAIL:|fatal:|panic:|E\s{2,}\S)|No such file or directory|command not found|"
-                    r"Permission denied|Segmentation fault|[Nn]ot found\.?\s*$|exit (?:code|status) [1-9]", re.I)
+                    r"ERROR\b|FAILED\b|FAIL:|fatal:|panic:|E\s{2,}\S|E[A-Z]{2,}:)|No such file|command not found|"
+                    r"Permission denied|Segmentation fault|[Nn]ot found\.?\s*$|exit (?:code|status) [1-9]")
+# a short status line saying something went wrong ("Wrong flag!", "File does not exist.")
+_FAILURE = re.compile(r"(?i)\b(wrong|invalid|incorrect|failed|failure|denied|refused|cannot|can't|unable|does not exist|"
+                      r"illegal|not allowed|does not add up|mismatch|not found|error)\b")
+_TAG = re.compile(r"</?[\w-]+>")
 # a line of code (a numbered line of a file listing, a statement, a comment, markup), not prose or data
 _CODE = re.compile(r"^\s*(?:\d+\s*[:→|]|\d+\s+\S)|^\s*(?:def|class|import|from|return|raise|except|try|if|elif|else|for|"
                    r"while|with|async|await|const|let|var|function|fn|pub|case|catch|throw|assert)\b|;\s*$|^\s*(?:#|//)\s|"
@@ -163,26 +171,33 @@ def _is_path(p: str) -> bool:
 
 
 def _facts_in(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, kind) of the paths, identifiers and numbers in ``text``."""
-    found = [(m.start(), m.end(), "path") for m in _PATH.finditer(text) if _is_path(m.group())]
+    """(start, end, kind) of the paths, URLs, identifiers and numbers in ``text``; a fact inside
+    a longer one (a path inside a URL) is the longer one's."""
+    found = [(m.start(), m.end(), "path") for m in _URL.finditer(text)]
+    found += [(m.start(), m.end(), "path") for m in _PATH.finditer(text) if _is_path(m.group())]
     found += [(m.start(), m.end(), "id") for m in _IDENT.finditer(text)]
     found += [(m.start(), m.end(), "number") for m in _NUMBER.finditer(text)]
-    return found
+    found.sort(key=lambda f: (f[0], -f[1]))
+    out: list[tuple[int, int, str]] = []
+    for f in found:
+        if not out or f[0] >= out[-1][1]:
+            out.append(f)
+    return out
 
 
-def _units(msg: _Msg) -> list[tuple[int, int, str]]:
+def _units(text: str, lines: bool) -> list[tuple[int, int, str]]:
     """Where a fact's context comes from: a tool result's lines, a user's or assistant's sentences.
     Returns (start offset, end offset, text) of each unit."""
     out = []
-    if msg.role == "tool":
+    if lines:
         at = 0
-        for line in msg.text.split("\n"):
+        for line in text.split("\n"):
             out.append((at, at + len(line), line))
             at += len(line) + 1
         return out
     at = 0
-    for part in _SENTENCE.split(msg.text):
-        i = msg.text.find(part, at)
+    for part in _SENTENCE.split(text):
+        i = text.find(part, at)
         if i < 0:
             continue
         out.append((i, i + len(part), part))
@@ -190,85 +205,133 @@ def _units(msg: _Msg) -> list[tuple[int, int, str]]:
     return out
 
 
+def _failure_lines(units: list[tuple[int, int, str]]) -> list[str]:
+    """A tool result's error lines: an error message ("ValueError: …", "fatal: …", "EISDIR: …")
+    or a short status line saying something went wrong ("Wrong flag!"); never a line of code."""
+    out = []
+    for _, _, line in units:
+        plain = _TAG.sub("", line).strip()
+        if not plain or _CODE.search(plain):
+            continue
+        if _ERROR.search(plain) or (len(plain) <= 160 and _FAILURE.search(plain)):
+            out.append(plain)
+    return out
+
+
 _WORD = re.compile(r"[A-Za-z]{2,}")
+CALL_WEIGHT = 1.5  # the arguments of a tool call: what the agent chose to look at or change
 
 
-def fact_items(msgs: list[_Msg]) -> list[Item]:
+@dataclass
+class _Source:
+    pos: int  # the message
+    weight: float
+    speaker: str
+    text: str
+    units: list[tuple[int, int, str]]
+    width: int  # characters of context shown around a fact
+
+
+def _sources(msgs: list[_Msg]) -> list[_Source]:
+    """The texts facts are read from: each message's content (sentences, or lines of a tool
+    result) and each tool call's arguments."""
+    out = []
+    for pos, msg in enumerate(msgs):
+        if msg.text and msg.role in SOURCE_WEIGHT:
+            tool = msg.role == "tool"
+            out.append(_Source(pos, SOURCE_WEIGHT[msg.role], msg.speaker, msg.text, _units(msg.text, tool), 110 if tool else 160))
+        for name, args in msg.calls:
+            if args and args != "{}":
+                out.append(_Source(pos, CALL_WEIGHT, f"Assistant called {name}", args, [(0, len(args), args)], 110))
+    return out
+
+
+def fact_items(msgs: list[_Msg], limit: int | None = None) -> list[Item]:
     """Key facts with their context, most salient first.
 
-    A fact weighs more when the user or the assistant said it; when words around it make a
-    statement of it ("Saved the export to <path>", not a bare entry of a listing); when it
-    stands nearly alone in its sentence or line and its message (not one of hundreds in a log
-    dump); when its line is not routine (a line of the same shape, digits aside, recurring
-    through the conversation, like "Compiling 4 files", weighs less); when it recurs; and
-    slightly when it is recent. Each fact is shown once, where it weighs most, with the words
-    around it (its sentence, or its line of tool output); facts sharing a sentence or line share
-    an item. Error lines of tool output are items of their own; code lines are not errors, and
-    paths or numbers inside listed code are not facts."""
+    A fact weighs more when the user or the assistant said it (or chose it as a tool call's
+    argument); when words around it make a statement of it ("Saved the export to <path>", not a
+    bare entry of a listing); when it stands nearly alone in its sentence or line and its
+    message (not one of hundreds in a log dump); when its line is not routine (a line of the
+    same shape, digits aside, recurring through the conversation, like "Compiling 4 files",
+    weighs less); when it recurs; and slightly when it is recent. Each fact is shown once,
+    where it weighs most, with the words around it (its sentence, or its line of tool output);
+    facts sharing a sentence or line share an item. Error lines of tool output are items of
+    their own; code lines are not errors, and paths or numbers inside listed code are not facts.
+    At most ``limit`` fact items are made (more could not fit the budget anyway)."""
     n = max(1, len(msgs))
-    found: list[tuple[int, list[tuple[int, int, str]], list[tuple[int, int, int]]]] = []  # (message, units, facts)
+    found: list[tuple[_Source, list[tuple[int, int, int]]]] = []  # (source, facts: start, end, unit)
     shapes: Counter = Counter()
     items: list[Item] = []
-    for pos, msg in enumerate(msgs):
-        if not msg.text or msg.role not in SOURCE_WEIGHT:
-            continue
-        units = _units(msg)
-        if msg.role == "tool":
-            errors = [u for u in units if _ERROR.search(u[2]) and not _CODE.search(u[2])][:3]
-            items += [Item(f"{msg.speaker}: {_clip(u[2], 180)}", (1, pos), 1.5 * (1 + 0.2 * pos / n)) for u in errors]
-        facts = _facts_in(msg.text)
+    for src in _sources(msgs):
+        msg = msgs[src.pos]
+        lines = msg.role == "tool" and src.speaker == msg.speaker
+        if lines:
+            items += [Item(f"{src.speaker}: {_clip(line, 180)}", (1, src.pos), 1.5 * (1 + 0.2 * src.pos / n))
+                      for line in _failure_lines(src.units)[:3]]
+        facts = _facts_in(src.text)
         if not facts:
             continue
-        starts = [u[0] for u in units]
+        starts = [u[0] for u in src.units]
         located = []
         for a, b, _ in facts:
             k = bisect_right(starts, a) - 1
-            if k < 0 or units[k][1] < b:
+            if k < 0 or src.units[k][1] < b:
                 continue
-            if msg.role == "tool" and _CODE.search(units[k][2]):  # a path or number in listed code is the code's
+            if lines and _CODE.search(src.units[k][2]):  # a path or number in listed code is the code's
                 continue
             located.append((a, b, k))
         if located:
-            found.append((pos, units, located))
+            found.append((src, located))
             for k in dict.fromkeys(k for _, _, k in located):
-                shapes[_shape(units[k][2], [(a - units[k][0], b - units[k][0]) for a, b, kk in located if kk == k])] += 1
-    where: dict[str, tuple[float, int, int, int, int]] = {}  # fact -> (weight, message, start, end, unit)
+                u = src.units[k]
+                shapes[_shape(u[2], [(a - u[0], b - u[0]) for a, b, kk in located if kk == k])] += 1
+    where: dict[str, tuple[float, int, int, int, int]] = {}  # fact -> (weight, source, start, end, unit)
     bonus: Counter = Counter()  # recurrence
-    for pos, units, located in found:
-        msg = msgs[pos]
+    # a tool call's arguments count for the facts nothing else states (a reservation looked up,
+    # a file read whose path no output repeats): read them last, adding no weight to the others
+    found.sort(key=lambda f: f[0].weight == CALL_WEIGHT)
+    for si, (src, located) in enumerate(found):
+        call = src.weight == CALL_WEIGHT
         per_unit = Counter(k for _, _, k in located)
-        in_message = len({msg.text[a:b] for a, b, _ in located})
-        base = SOURCE_WEIGHT[msg.role] * (1 + 0.2 * pos / n) / in_message ** 0.25 * min(1.0, (2000 / len(msg.text)) ** 0.25)
+        in_message = len({src.text[a:b] for a, b, _ in located})
+        base = (src.weight * (1 + 0.2 * src.pos / n) / in_message ** 0.25
+                * min(1.0, (2000 / len(src.text)) ** 0.25))
         unit_weight: dict[int, float] = {}
         for k, count in per_unit.items():
-            start, end, text = units[k]
+            start, end, text = src.units[k]
             spans = [(a - start, b - start) for a, b, kk in located if kk == k]
             rest = text
             for a, b in sorted(spans, reverse=True):
                 rest = rest[:a] + " " + rest[b:]
-            prose = 2.0 if len(_WORD.findall(rest)) >= 2 else 1.0
+            prose = 2.0 if src.weight != CALL_WEIGHT and len(_WORD.findall(rest)) >= 2 else 1.0  # JSON keys are no prose
             unit_weight[k] = base * prose / count ** 0.5 / shapes[_shape(text, spans)] ** 0.5
-        for fact in dict.fromkeys(msg.text[a:b] for a, b, _ in located):
+        if call:
+            for a, b, k in located:
+                where.setdefault(src.text[a:b], (unit_weight[k], si, a, b, k))
+            continue
+        for fact in dict.fromkeys(src.text[a:b] for a, b, _ in located):
             if fact in where:
                 bonus[fact] += 0.25
         for a, b, k in located:
-            fact = msg.text[a:b]
+            fact = src.text[a:b]
             if fact not in where or unit_weight[k] > where[fact][0]:
-                where[fact] = (unit_weight[k], pos, a, b, k)
+                where[fact] = (unit_weight[k], si, a, b, k)
     ranked = sorted(where.items(), key=lambda kv: (-(kv[1][0] + bonus[kv[0]]), kv[1][1], kv[1][2]))
-    units_of = {pos: units for pos, units, _ in found}
     shown: set[tuple[int, int]] = set()
-    for fact, (weight, pos, a, b, k) in ranked:
-        if (pos, k) in shown:
+    for fact, (weight, si, a, b, k) in ranked:
+        if limit is not None and len(shown) >= limit:
+            break
+        if (si, k) in shown:
             continue
-        shown.add((pos, k))
-        start, _, text = units_of[pos][k]
-        if msgs[pos].role == "tool":
-            snippet = _window(text, a - start, b - start, 110)
-        else:  # a sentence: without list markers and emphasis
-            lead = len(text) - len(_MARKUP.sub("", text))
-            snippet = _window(_MARKUP.sub("", text), a - start - lead, b - start - lead, 160).replace("**", "")
-        items.append(Item(f"{msgs[pos].speaker}: {snippet}", (1, pos), weight + bonus[fact]))
+        shown.add((si, k))
+        src = found[si][0]
+        start, _, text = src.units[k]
+        lead = len(text) - len(_MARKUP.sub("", text)) if src.width > 110 else 0  # a sentence: without list markers
+        snippet = _window(text[lead:], a - start - lead, b - start - lead, src.width)
+        if src.width > 110:
+            snippet = snippet.replace("**", "")  # and without emphasis
+        items.append(Item(f"{src.speaker}: {snippet}", (1, src.pos), weight + bonus[fact]))
     return items
 
 
@@ -350,7 +413,8 @@ def build_candidates(request: SummaryRequest) -> dict[str, list[Item]]:
         score = 100.0 if k == 0 else 40.0 if k == len(asked) - 1 else 10.0 + recency(pos)
         overview.append(Item(f"User asked: {text}", (1, pos), score))
 
-    key_facts = fact_items(msgs)
+    limit = request.max_tokens // 3 + 1  # a bullet line costs at least 3 tokens: no more items can fit
+    key_facts = fact_items(msgs, limit)
 
     prefs = []
     for pos, m in enumerate(msgs):
@@ -415,8 +479,8 @@ def build_candidates(request: SummaryRequest) -> dict[str, list[Item]]:
              "user_preferences": prefs, "decisions": decisions, "pending_tasks": pending,
              "open_questions": questions, "tone_context": tone}
     if previous is None:
-        return {s: _ranked(items) for s, items in fresh.items()}
-    return {s: _ranked(_carry_over(s, fresh[s], old[s], bool(sys_sents))) for s in SECTIONS}
+        return {s: _ranked(items)[:limit] for s, items in fresh.items()}
+    return {s: _ranked(_carry_over(s, fresh[s], old[s], bool(sys_sents)))[:limit] for s in SECTIONS}
 
 
 def _carry_over(section: str, new: list[Item], old: list[str], has_prompt: bool) -> list[Item]:
