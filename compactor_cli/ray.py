@@ -1,0 +1,570 @@
+"""xcompact on Ray Data (``pip install 'xcompact[ray]'``): every record travels as its JSON bytes.
+
+Ray's own ``read_json`` infers an Arrow schema (nulls for missing keys, reordered keys, one struct
+field per tool-call ID, mixed ``content`` types abort the job) and ``read_text`` splits lines on
+U+2028/U+2029/U+0085 and reads each file whole, so neither is used. Here:
+
+- ``read_jsonl``: a streaming reader that splits on ``\\n`` only and never holds a whole file:
+  one read task per file reads it in 1 MiB chunks and yields blocks of about ``block_bytes``
+  (a record larger than that is a block of its own). Rows: ``file``, ``source``, ``relative``,
+  ``line``, ``offset``, ``raw`` (the record's bytes, line end included), ``error`` (a file that
+  cannot be read).
+- ``compact``: the CLI's per-record step (``batch.Processor``) over each block, as plain Ray tasks
+  (no actors: an actor pool that reserves CPUs starves the read tasks and hangs a small cluster).
+  Adds ``out`` (the bytes the CLI writes) and ``item`` (the report item as JSON).
+- ``write_jsonl``: each block's output lines, per input, as one part
+  ``OUT/<relative name>/part-<byte offset of its first record>.jsonl``; the parts of an input,
+  concatenated in name order, are the CLI's output file for it, byte for byte.
+- ``run``: all three plus the report (same items, totals and exit code as a CLI run), built on
+  the driver in input order (``preserve_order``) and streamed to its file.
+
+Paths are local or object-store URLs (``s3://``, ``gs://``, anything ``pyarrow.fs`` resolves);
+credentials and endpoints come from the environment of every Ray node (``AWS_ENDPOINT_URL``...).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import posixpath
+import sys
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import orjson
+import pyarrow as pa
+import pyarrow.fs as pafs
+import ray
+import ray.data
+from ray.data.block import BlockMetadata
+from ray.data.datasource import Datasource, ReadTask
+
+from .batch import COMMANDS, configure, output_of, processor_for
+from .errors import UsageError
+from .files import Record
+from .settings import Settings
+from .targets import INPUT_SUFFIXES, JSONL_SUFFIXES
+
+#: Target size of a block of records (the unit of work of one task).
+BLOCK_BYTES = 4 * 2**20
+#: Bytes read from a file at a time.
+READ_CHUNK = 2**20
+#: CPUs each task reserves. A read task mostly waits on I/O; with 0.25 + 0.75 a 1-CPU node runs a
+#: read beside a compaction task, and a 2-CPU node two compaction tasks beside it.
+READ_CPUS = 0.25
+MAP_CPUS = 0.75
+EMPTY_FILE = "empty file: expected one conversation per line (JSONL)"
+
+_ROWS = pa.schema([("file", pa.int32()), ("source", pa.string()), ("relative", pa.string()), ("line", pa.int64()),
+                   ("offset", pa.int64()), ("raw", pa.large_binary()), ("error", pa.string())])
+
+
+# ---------------------------------------------------------------- paths
+
+
+@dataclass(frozen=True)
+class InputPath:
+    """One input file: its filesystem and path there, the name the report uses, the name below -o."""
+
+    fs: Any
+    path: str
+    source: str
+    relative: str
+
+
+def _resolve(uri: str) -> tuple[Any, str]:
+    """(pyarrow filesystem, path on it) for a local path or a URL."""
+    if "://" in uri:
+        try:
+            return pafs.FileSystem.from_uri(uri)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as exc:
+            raise UsageError(f"cannot use {uri}: {exc}") from None
+    return pafs.LocalFileSystem(), os.path.abspath(uri)
+
+
+def _is_url(path: str) -> bool:
+    return "://" in path
+
+
+def _join(base: str, relative: str) -> str:
+    return base.rstrip("/") + "/" + relative if _is_url(base) else os.path.join(base, relative)
+
+
+def expand_inputs(inputs: list[str]) -> list[InputPath]:
+    """Files as given; directories (local or URL prefixes) become their JSONL files, sorted, as the
+    CLI finds them. A JSON document (``.json``) is refused: the reader streams JSONL only."""
+    found: list[InputPath] = []
+    documents: list[str] = []
+    for given in inputs:
+        if given == "-":
+            raise UsageError("--engine ray cannot read stdin: give files, directories or URLs")
+        fs, path = _resolve(given)
+        info = fs.get_file_info(path)
+        if info.type == pafs.FileType.Directory:
+            infos = fs.get_file_info(pafs.FileSelector(path, recursive=True))
+            names = []
+            for f in infos:
+                rel = posixpath.relpath(f.path, path) if _is_url(given) else os.path.relpath(f.path, path)
+                base = rel.rsplit("/", 1)[-1]
+                if f.type != pafs.FileType.File or base.startswith("."):
+                    continue
+                if base.lower().endswith(JSONL_SUFFIXES):
+                    names.append((rel, f.path))
+                elif base.lower().endswith(INPUT_SUFFIXES):
+                    documents.append(_join(given, rel))
+            for rel, fpath in sorted(names):
+                source = _join(given, rel) if _is_url(given) else str(Path(given) / rel)
+                found.append(InputPath(fs, fpath, source, rel))
+        else:
+            if given.lower().endswith(INPUT_SUFFIXES) and not given.lower().endswith(JSONL_SUFFIXES):
+                documents.append(given)
+            found.append(InputPath(fs, path, given, posixpath.basename(path.rstrip("/"))))
+    if documents:
+        raise UsageError(f"--engine ray reads JSONL (.jsonl, .ndjson), one conversation per line; {documents[0]} "
+                         f"is a JSON document{f' (and {len(documents) - 1} more)' if len(documents) > 1 else ''}: "
+                         "run it without --engine ray")
+    if not found:
+        raise UsageError("no input files found (directories are searched for *.jsonl and *.ndjson)")
+    return found
+
+
+@dataclass(frozen=True)
+class OutputRoot:
+    fs: Any
+    path: str
+    given: str
+
+    def dir_for(self, relative: str) -> str:
+        return _join(self.path, relative) if not _is_url(self.given) else self.path.rstrip("/") + "/" + relative
+
+
+def plan_outputs(inputs: list[InputPath], output: str) -> OutputRoot:
+    """The output root, checked before any work: each input's part directory is new or empty,
+    no two inputs share one, none is an input."""
+    fs, root = _resolve(output)
+    out = OutputRoot(fs, root, output)
+    if _is_url(output) and fs.get_file_info(root.split("/")[0]).type == pafs.FileType.NotFound:
+        raise UsageError(f"-o {output}: the bucket {root.split('/')[0]} does not exist (or cannot be seen with "
+                         "these credentials)")
+    info = fs.get_file_info(root)
+    if info.type == pafs.FileType.File:
+        raise UsageError(f"-o {output} is a file: --engine ray writes a directory (one directory of parts per input)")
+    seen: dict[str, str] = {}
+    input_paths = {(type(i.fs).__name__, i.path) for i in inputs}
+    for i in inputs:
+        target = out.dir_for(i.relative)
+        if target in seen:
+            raise UsageError(f"{seen[target]} and {i.source} would both be written to {_join(output, i.relative)}")
+        seen[target] = i.source
+        if (type(fs).__name__, target) in input_paths:
+            raise UsageError(f"refusing to write over input {i.source}: choose another -o")
+        tinfo = fs.get_file_info(target)
+        if tinfo.type == pafs.FileType.File:
+            raise UsageError(f"{_join(output, i.relative)} is a file: --engine ray writes a directory of parts there; "
+                             "choose another -o")
+        if tinfo.type == pafs.FileType.Directory and fs.get_file_info(pafs.FileSelector(target, recursive=True)):
+            raise UsageError(f"{_join(output, i.relative)} already holds files (an earlier run?): parts of two runs "
+                             "would mix; remove it or choose another -o")
+    return out
+
+
+# ---------------------------------------------------------------- reading
+
+
+def _table(rows: dict[str, list]) -> pa.Table:
+    return pa.Table.from_pydict(rows, schema=_ROWS)
+
+
+def _new_rows() -> dict[str, list]:
+    return {name: [] for name in _ROWS.names}
+
+
+def _read_file(index: int, inp: InputPath, block_bytes: int) -> Iterator[pa.Table]:
+    """Stream one JSONL file: split on b"\\n" only (a raw U+2028 inside a string is not a line
+    end), skip blank lines as the CLI does, yield blocks of about ``block_bytes``."""
+    rows, size, records = _new_rows(), 0, 0
+
+    def add(line_no: int, offset: int, raw: bytes | None, error: str | None = None) -> None:
+        for name, value in (("file", index), ("source", inp.source), ("relative", inp.relative), ("line", line_no),
+                            ("offset", offset), ("raw", raw), ("error", error)):
+            rows[name].append(value)
+
+    try:
+        info = inp.fs.get_file_info(inp.path)
+        if info.type == pafs.FileType.NotFound:
+            add(0, 0, None, "no such file")
+            yield _table(rows)
+            return
+        if info.type == pafs.FileType.Directory:
+            add(0, 0, None, "is a directory")
+            yield _table(rows)
+            return
+        with inp.fs.open_input_stream(inp.path) as fh:
+            parts: list[bytes] = []
+            line_no, offset = 0, 0
+            while True:
+                chunk = fh.read(READ_CHUNK)
+                if not chunk:
+                    break
+                start = 0
+                while True:
+                    cut = chunk.find(b"\n", start)
+                    if cut < 0:
+                        if start < len(chunk):
+                            parts.append(chunk[start:])
+                        break
+                    piece = chunk[start:cut + 1]
+                    line = b"".join(parts) + piece if parts else piece
+                    parts = []
+                    start = cut + 1
+                    line_no += 1
+                    if line.strip():
+                        add(line_no, offset, line)
+                        size += len(line)
+                        records += 1
+                    offset += len(line)
+                    if size >= block_bytes:
+                        yield _table(rows)
+                        rows, size = _new_rows(), 0
+            if parts:
+                line = b"".join(parts)
+                line_no += 1
+                if line.strip():
+                    add(line_no, offset, line)
+                    records += 1
+    except OSError as exc:  # the CLI: "cannot read or write: ..." and nothing written for the file
+        rows = _new_rows()
+        add(0, 0, None, f"cannot read or write: {getattr(exc, 'strerror', None) or exc}")
+        yield _table(rows)
+        return
+    if not records:
+        add(0, 0, None, EMPTY_FILE)
+    if rows["file"]:
+        yield _table(rows)
+
+
+class JsonlLines(Datasource):
+    """One read task per file (streamed); the records of a file stay in order."""
+
+    def __init__(self, inputs: list[InputPath], block_bytes: int = BLOCK_BYTES) -> None:
+        super().__init__()
+        self.inputs, self.block_bytes = inputs, block_bytes
+        self._sizes: list[int | None] = []
+        for inp in inputs:
+            try:
+                self._sizes.append(inp.fs.get_file_info(inp.path).size)
+            except OSError:
+                self._sizes.append(None)
+
+    def estimate_inmemory_data_size(self) -> int | None:
+        return sum(s or 0 for s in self._sizes)
+
+    def get_read_tasks(self, parallelism: int, per_task_row_limit: int | None = None,
+                       data_context: Any = None) -> list[ReadTask]:
+        tasks = []
+        for index, (inp, size) in enumerate(zip(self.inputs, self._sizes)):
+            meta = BlockMetadata(num_rows=None, size_bytes=size, exec_stats=None, input_files=(inp.source,))
+            tasks.append(ReadTask(lambda i=index, p=inp, b=self.block_bytes: _read_file(i, p, b), meta, schema=_ROWS,
+                                  per_task_row_limit=per_task_row_limit))
+        return tasks
+
+
+def read_jsonl(paths: list[str] | str, *, block_bytes: int = BLOCK_BYTES) -> "ray.data.Dataset":
+    """The records of JSONL files, directories or URLs as a Dataset (see the module's doc)."""
+    inputs = expand_inputs([paths] if isinstance(paths, str) else list(paths))
+    return _read(inputs, block_bytes)
+
+
+def _read(inputs: list[InputPath], block_bytes: int = BLOCK_BYTES) -> "ray.data.Dataset":
+    ctx = ray.data.DataContext.get_current()
+    # Ray merges the blocks a task yields up to this size (128 MiB by default): one block, one task,
+    # one core for a whole file. Blocks of block_bytes are what spreads a file over the cluster.
+    ctx.target_max_block_size = min(ctx.target_max_block_size or block_bytes, max(block_bytes, 2**20 // 16))
+    ctx.execution_options.preserve_order = True
+    return ray.data.read_datasource(JsonlLines(inputs, block_bytes), override_num_blocks=len(inputs),
+                                    num_cpus=READ_CPUS)
+
+
+# ---------------------------------------------------------------- the per-record step
+
+
+def _compact_block(table: pa.Table, settings: Settings) -> pa.Table:
+    proc = processor_for(settings)
+    raws = table.column("raw").to_pylist()
+    sources, lines, offsets = (table.column(c).to_pylist() for c in ("source", "line", "offset"))
+    idx = [i for i, raw in enumerate(raws) if raw is not None]
+    outcomes = proc.outcomes([Record(sources[i], lines[i], raws[i], "jsonl", offsets[i] + len(raws[i])) for i in idx])
+    out: list[bytes | None] = [None] * len(raws)
+    items: list[bytes | None] = [None] * len(raws)
+    for i, outcome in zip(idx, outcomes):
+        out[i], items[i] = output_of(settings, outcome), orjson.dumps(outcome.item)
+    node = ray.get_runtime_context().get_node_id()
+    return (table.drop_columns(["raw"])
+            .append_column("out", pa.array(out, pa.large_binary()))
+            .append_column("item", pa.array(items, pa.large_binary()))
+            .append_column("node", pa.array([node] * len(raws), pa.string())))
+
+
+def compact(ds: "ray.data.Dataset", settings: Settings | str, **options: Any) -> "ray.data.Dataset":
+    """The CLI's per-record step over a Dataset from ``read_jsonl``: adds ``out`` (bytes to
+    write, or null) and ``item`` (the report item, JSON), drops ``raw``. ``settings`` from
+    ``batch.settings_for``, or a command name with its options."""
+    if isinstance(settings, str):
+        settings = configure(settings, **options).settings
+    return ds.map_batches(_compact_block, batch_format="pyarrow", batch_size=None, zero_copy_batch=True,
+                          fn_kwargs={"settings": settings}, num_cpus=MAP_CPUS)
+
+
+# ---------------------------------------------------------------- writing
+
+
+def _write_block(table: pa.Table, root: OutputRoot) -> pa.Table:
+    outs = table.column("out").to_pylist()
+    files, relatives, offsets = (table.column(c).to_pylist() for c in ("file", "relative", "offset"))
+    groups: dict[int, tuple[str, int, list[bytes]]] = {}
+    for f, rel, off, o in zip(files, relatives, offsets, outs):
+        if o is None:
+            continue
+        if f not in groups:
+            groups[f] = (rel, off, [])
+        groups[f][2].append(o)
+    local = isinstance(root.fs, pafs.LocalFileSystem)
+    for rel, first, chunks in groups.values():
+        target = root.dir_for(rel)
+        name = f"{target}/part-{first:016d}.jsonl"
+        if local:
+            root.fs.create_dir(target, recursive=True)
+            tmp = f"{target}/.part-{first:016d}.{uuid.uuid4().hex[:8]}.partial"
+            with root.fs.open_output_stream(tmp) as fh:
+                for c in chunks:
+                    fh.write(c)
+            root.fs.move(tmp, name)  # atomic: a reader never sees half a part
+        else:
+            with root.fs.open_output_stream(name) as fh:  # an object appears whole when the upload completes
+                for c in chunks:
+                    fh.write(c)
+    return table.drop_columns(["out"])
+
+
+def write_jsonl(ds: "ray.data.Dataset", output: str) -> "ray.data.Dataset":
+    """Write ``out`` as ordered parts under ``output`` (a directory or URL prefix); returns the
+    item rows, lazily: consume them (``run`` does) to run the job."""
+    fs, root = _resolve(output)
+    return ds.map_batches(_write_block, batch_format="pyarrow", batch_size=None, zero_copy_batch=True,
+                          fn_kwargs={"root": OutputRoot(fs, root, output)}, num_cpus=MAP_CPUS)
+
+
+def part_files(output: str, relative: str) -> list[str]:
+    """The parts written for one input, in order (concatenated: the CLI's output file)."""
+    fs, root = _resolve(output)
+    target = OutputRoot(fs, root, output).dir_for(relative)
+    if fs.get_file_info(target).type != pafs.FileType.Directory:
+        return []
+    infos = fs.get_file_info(pafs.FileSelector(target))
+    return sorted(i.path for i in infos if i.base_name.startswith("part-"))
+
+
+def read_parts(output: str, relative: str) -> bytes:
+    """The concatenated parts of one input (for tests and small outputs)."""
+    fs, _ = _resolve(output)
+    data = []
+    for p in part_files(output, relative):
+        with fs.open_input_stream(p) as fh:
+            data.append(fh.read())
+    return b"".join(data)
+
+
+# ---------------------------------------------------------------- a run
+
+
+@dataclass
+class RunResult:
+    report: Any  # report.Report: totals(), exit_code, summary()
+    nodes: set[str] = field(default_factory=set)  # Ray nodes that ran the per-record step
+
+    @property
+    def exit_code(self) -> int:
+        return self.report.exit_code
+
+
+class _Lines:
+    """stderr lines as the CLI prints them: errors always, warnings unless quiet, 20 of each."""
+
+    def __init__(self, emit: Callable[[str], None], quiet: bool) -> None:
+        from .runner import MAX_ERROR_LINES, MAX_WARNING_LINES
+
+        self.emit, self.quiet, self.max_e, self.max_w = emit, quiet, MAX_ERROR_LINES, MAX_WARNING_LINES
+        self.errored = self.warned = 0
+
+    def error(self, where: str, message: str) -> None:
+        self.errored += 1
+        if self.errored <= self.max_e:
+            self.emit(f"error: {where}: {message}")
+        elif self.errored == self.max_e + 1:
+            self.emit("error: more records failed; the summary counts them, --report lists them")
+
+    def item(self, item: dict[str, Any]) -> None:
+        where = f"{item['source']}:{item['line']}" if item.get("line") is not None else item["source"]
+        if item.get("error") is not None and _failed(item["status"]):
+            self.error(where, item["error"])
+        elif item.get("warnings") and not self.quiet:
+            self.warned += 1
+            if self.warned <= self.max_w:
+                n = item.get("warning_count", len(item["warnings"]))
+                more = f" (+{n - 1} more)" if n > 1 else ""
+                self.emit(f"warning: {where}: {item['warnings'][0]}{more}")
+            elif self.warned == self.max_w + 1:
+                self.emit("warning: more conversations have warnings; the summary counts them, --report lists them")
+
+
+def _failed(status: str) -> bool:
+    from .status import Status
+
+    return Status(status).failed
+
+
+@dataclass
+class _Cluster:
+    """A Ray connection this run opened (and so closes)."""
+
+    owned: bool
+
+    def close(self) -> None:
+        if self.owned and ray.is_initialized():
+            ray.shutdown()
+
+
+def connect(address: str | None = None, quiet: bool = False) -> _Cluster:
+    """Join ``address`` (or RAY_ADDRESS), or start a local cluster for this run; an already
+    initialised Ray (a caller's) is used as it is."""
+    if ray.is_initialized():
+        return _Cluster(False)
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    kwargs: dict[str, Any] = dict(logging_level=logging.ERROR if quiet else logging.WARNING, log_to_driver=False,
+                                  configure_logging=True)
+    try:
+        if address:
+            ray.init(address=address, **kwargs)
+        else:
+            ray.init(address="local", include_dashboard=False, **kwargs)  # never someone else's ray start
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise UsageError(f"cannot connect to the Ray cluster {address or '(local)'}: {str(exc).splitlines()[0]}") \
+            from None
+    return _Cluster(True)
+
+
+def plan(settings: Settings, inputs: list[str] | str, output: str | None,
+         report_path: str | None) -> tuple[list[InputPath], OutputRoot | None]:
+    """Inputs and the output root, every path problem a UsageError before any work."""
+    files = expand_inputs([inputs] if isinstance(inputs, str) else list(inputs))
+    root = None
+    if settings.write_output:
+        if not output:
+            raise UsageError("--engine ray writes a directory of parts per input: give -o DIR (a path or a URL)")
+        root = plan_outputs(files, output)
+    elif output:
+        raise UsageError(f"{settings.command} writes no conversations: drop -o")
+    if report_path and report_path != "-" and not _is_url(report_path) and os.path.isdir(report_path):
+        raise UsageError(f"--report {report_path} is a directory; name a file")
+    return files, root
+
+
+def run(settings: Settings | str, inputs: list[str] | str, output: str | None = None, *,
+        report_path: str | None = None, parameters: dict[str, Any] | None = None, quiet: bool = True,
+        emit: Callable[[str], None] | None = None, block_bytes: int = BLOCK_BYTES, **options: Any) -> RunResult:
+    """``xcompact COMMAND INPUT... -o OUTPUT --report REPORT`` on the connected Ray cluster (connect
+    first, or one is started for the call). ``output``: a directory or URL prefix; each input's
+    output is ``OUTPUT/<name>/part-*.jsonl``. Returns the report (totals, exit code)."""
+    from .report import Report
+
+    if isinstance(settings, str):
+        configured = configure(settings, **options)
+        settings, parameters = configured.settings, parameters if parameters is not None else configured.parameters
+    emit = emit or (lambda line: print(line, file=sys.stderr))
+    files, root = plan(settings, inputs, output, report_path)
+    if report_path and report_path != "-" and _is_url(report_path):
+        report_fs, report_target = _resolve(report_path)
+        import tempfile
+
+        fd, local_report = tempfile.mkstemp(prefix="xcompact-report-", suffix=".json")
+        os.close(fd)
+    else:
+        report_fs, report_target, local_report = None, None, report_path
+    proc = processor_for(settings)  # option problems surface here, on the driver, before any work
+    report = Report(command=settings.command, parameters=parameters or {}, report_path=local_report)
+    try:
+        cluster = connect(None, quiet)
+    except BaseException:
+        report.abort()
+        raise
+    result = RunResult(report)
+    lines = _Lines(emit, quiet)
+    try:
+        for note in proc.notes():
+            if note.startswith("token counts approximate"):
+                emit(f"warning: the {settings.encoding} vocabulary is not available offline; token counts use the "
+                     "bundled cl100k_base and are approximate (put the file in TIKTOKEN_CACHE_DIR for exact counts)")
+            report.note(note)
+        ctx = ray.data.DataContext.get_current()
+        ctx.execution_options.preserve_order = True
+        ctx.enable_progress_bars = not quiet and sys.stderr.isatty()
+        logging.getLogger("ray.data").setLevel(logging.ERROR)  # stderr: xcompact's lines, not Ray's plan
+        ds = compact(_read(files, block_bytes), settings)
+        if root is not None:
+            ds = ds.map_batches(_write_block, batch_format="pyarrow", batch_size=None, zero_copy_batch=True,
+                                fn_kwargs={"root": root}, num_cpus=MAP_CPUS)
+        else:
+            ds = ds.drop_columns(["out"])
+        report.files = len(files)
+        for batch in ds.iter_batches(batch_format="pyarrow", batch_size=None):
+            cols = {c: batch.column(c).to_pylist() for c in ("source", "item", "error", "node")}
+            for source, item, error, node in zip(cols["source"], cols["item"], cols["error"], cols["node"]):
+                if error is not None:
+                    report.add_file_error(source, error)
+                    lines.error(source, error)
+                    continue
+                result.nodes.add(node)
+                parsed = orjson.loads(item)
+                report.add(parsed)
+                lines.item(parsed)
+        report.close()
+        if report_fs is not None:
+            with open(local_report, "rb") as src, report_fs.open_output_stream(report_target) as dst:
+                dst.write(src.read())
+            os.unlink(local_report)
+    except BaseException:
+        report.abort()
+        if report_fs is not None and local_report and os.path.exists(local_report):
+            os.unlink(local_report)
+        raise
+    finally:
+        cluster.close()
+    if not quiet:
+        emit(report.summary())
+    return result
+
+
+def run_cli(settings: Settings, *, inputs: list[str], output: str | None, report_path: str | None, address: str | None,
+            quiet: bool, parameters: dict[str, Any], emit: Callable[[str], None]) -> int:
+    """What ``xcompact COMMAND ... --engine ray`` runs; returns the exit code."""
+    if address:
+        parameters = {**parameters, "address": address}
+    from .report import EXIT_FAILED
+
+    plan(settings, inputs, output, report_path)  # usage errors before a cluster is started or joined
+    cluster = connect(address, quiet)
+    try:
+        return run(settings, inputs, output, report_path=report_path, parameters=parameters, quiet=quiet,
+                   emit=emit).exit_code
+    except ray.exceptions.RayError as exc:  # a task failed (e.g. an output it could not write): one line
+        cause = getattr(exc, "cause", None) or exc
+        emit(f"error: the Ray job failed: {type(cause).__name__}: {str(cause).strip().splitlines()[-1]}")
+        return EXIT_FAILED
+    finally:
+        cluster.close()
+
+
+__all__ = ["BLOCK_BYTES", "COMMANDS", "JsonlLines", "RunResult", "compact", "connect", "expand_inputs", "part_files",
+           "read_jsonl", "read_parts", "run", "write_jsonl"]
