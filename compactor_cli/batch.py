@@ -304,19 +304,29 @@ class BatchResult:
         """The output lines to write, in order (what the CLI writes for these lines)."""
         return [o for o in self.outputs if o is not None]
 
-    def texts(self) -> list[str | None]:
-        """The outputs as ``str`` without their line end (a ``datasets`` text column)."""
-        return [None if o is None else o.decode("utf-8")[:-1] if o.endswith(b"\n") else o.decode("utf-8")
-                for o in self.outputs]
+    def texts(self, keep_linebreaks: bool = False) -> list[str | None]:
+        """The outputs as ``str`` (a ``datasets`` text column): without their line end, or with it
+        (``keep_linebreaks=True``, as ``load_dataset("text", keep_linebreaks=True)`` gives lines)."""
+        texts: list[str | None] = []
+        for o in self.outputs:
+            if o is None:
+                texts.append(None)
+            else:
+                text = o.decode("utf-8")
+                texts.append(text if keep_linebreaks or not text.endswith("\n") else text[:-1])
+        return texts
 
 
 def process_lines(lines: Iterable[bytes | str], settings: Settings | str, *, source: str = "<lines>",
                   first_line: int = 1, **options: Any) -> BatchResult:
     """Run JSONL lines through the CLI's per-record step.
 
-    ``lines``: one conversation per line, ``bytes`` or ``str``, with or without the line end;
-    blank lines are skipped (and counted for line numbers). A line is processed as the CLI
-    processes it inside a JSONL file, that is with its ``\\n``: outputs end with ``\\n``.
+    ``lines``: one conversation per line, ``bytes`` or ``str``; blank lines are skipped (and
+    counted for line numbers). Each line is the record's bytes, as the CLI reads it from a JSONL
+    file: give lines with their ``\\n`` and ``b"".join(result.lines)`` is the CLI's output file
+    (a record the command leaves unchanged is passed through as given, so a last line without
+    ``\\n`` stays without one; a rewritten record always ends with ``\\n``). Lines given without
+    their ends (``datasets``' default): use ``result.texts()``, which drops the line ends.
     ``settings``: from ``settings_for``, or a command name with its options as keywords.
     ``source`` and ``first_line`` (the line number of ``lines[0]``) name the records in the
     report items, as the CLI names them ``file:line``."""
@@ -331,8 +341,6 @@ def process_lines(lines: Iterable[bytes | str], settings: Settings | str, *, sou
         raw = line.encode("utf-8") if isinstance(line, str) else bytes(line)
         if not raw.strip():
             continue
-        if not raw.endswith(b"\n"):
-            raw += b"\n"
         records.append(Record(source, line_no, raw, "jsonl"))
     outcomes = processor_for(settings).outcomes(records)
     return BatchResult([output_of(settings, o) for o in outcomes], [o.item for o in outcomes])

@@ -130,8 +130,7 @@ def test_batch_gives_the_cli_bytes_items_totals_and_exit_code(runner, tmp_path, 
     if expected is None:
         assert outputs == []
     else:
-        # the CLI writes the last, unterminated line as it was; the batch function ends every line
-        assert b"".join(outputs) == expected + (b"" if expected.endswith(b"\n") else b"\n")
+        assert b"".join(outputs) == expected
     assert items == report["items"]
     rep = report_for(configured, items, report_path=str(tmp_path / "batch-report.json"))
     assert rep.totals() == report["totals"] and rep.exit_code == report["exit_code"] == code
@@ -152,8 +151,12 @@ def test_str_lines_without_line_ends_as_datasets_gives_them():
     texts = [line.decode("utf-8", "replace").rstrip("\n") for line in src if b"\xff" not in line]
     as_bytes = process_lines([t.encode() + b"\n" for t in texts], "toolcall", keep=1)
     as_text = process_lines(texts, "toolcall", keep=1)
-    assert as_text.outputs == as_bytes.outputs
+    def no_error(items):  # broken JSON is reported at "line 1 column N" without the line end, "line 2" with it
+        return [{k: v for k, v in i.items() if k != "error"} for i in items]
+
+    assert no_error(as_text.items) == no_error(as_bytes.items)
     assert as_text.texts() == [o.decode()[:-1] for o in as_bytes.outputs]
+    assert as_bytes.texts(keep_linebreaks=True) == [o.decode() for o in as_bytes.outputs]
     assert any("\u2028" in t for t in as_text.texts())  # a raw separator is not a line end
 
 
