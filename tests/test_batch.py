@@ -190,3 +190,19 @@ def test_the_real_transcripts_come_out_as_the_cli_writes_them(runner, tmp_path):
     expected, report, _ = cli_run(runner, "toolcall", ["--keep", "4"], src, tmp_path)
     res = process_lines(src.read_bytes().splitlines(keepends=True), "toolcall", keep=4, source=str(src))
     assert b"".join(res.lines) == expected and res.items == report["items"]
+
+
+def test_the_local_engine_never_imports_ray_or_pyarrow(tmp_path):
+    """`ray` is an optional dependency: a local run (and the batch function) loads neither."""
+    import subprocess
+    import sys
+
+    probe = ("import sys\nfrom compactor_cli.cli import main\nfrom compactor_cli.batch import process_lines\n"
+             "process_lines([b'{\"messages\": []}'], 'toolcall')\n"
+             "sys.argv = ['xcompact', 'toolcall', sys.argv[1], '-q', '-o', sys.argv[2]]\n"
+             "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code == 0, exc.code\n"
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('ray', 'pyarrow', 'pandas')))\n")
+    res = subprocess.run([sys.executable, "-c", probe, str(FIXTURES / "taubench_airline_5.jsonl"),
+                          str(tmp_path / "o.jsonl")], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "[]"
