@@ -37,7 +37,8 @@ def test_one_input_goes_to_stdout_and_the_summary_to_stderr(runner, tmp_path):
     assert [m["content"] for m in out["messages"] if m["role"] == "tool"][:4] == [
         placeholder_for(f"call_{i}") for i in range(4)]
     assert "1 conversation" in res.stderr and "4 tool results reclaimed" in res.stderr
-    assert "conversation" not in res.stdout.split("\n")[-1]
+    # stdout is the data and nothing else: one JSON document, no summary line after it
+    assert res.stdout.endswith("}\n") and res.stdout.count("\n}\n") == 1
 
 
 def test_quiet_prints_no_summary(runner, tmp_path):
