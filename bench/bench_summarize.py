@@ -8,7 +8,19 @@
    (tests/chat_server.py) answering after a fixed latency, at --concurrency 1 and 16, against
    the ideal N x latency / concurrency.
 
+3. ``--replay``: the openai backend against the recorded answers of a real small model
+   (fixtures/llm-answers: Qwen2.5-Coder-0.5B-Instruct behind llama.cpp, 23 requests of 10
+   conversations), replayed by a loopback server with the recording's options: the share of
+   conversations that end SUMMARIZED with the eight sections, model calls per summary, repair
+   turns. The recording holds no answers to repair turns; each row says what answers them
+   (tests/chat_server.py, ``Replay``): ``none`` (no repair possible: tolerant reading alone),
+   ``again`` (the model repeats its answer), ``nearest`` (its recorded answer to the most similar
+   other request), ``sections`` (its own recorded text for exactly the sections asked for),
+   ``scripted`` (the asked-for sections, scripted: the upper bound). ``--before DIR`` adds the
+   same run of an older source tree (e.g. ``git archive <commit> | tar -x -C DIR``).
+
     python bench/bench_summarize.py [--n 200] [--latency 0.1] [--long 100000] [--skip-extractive]
+    python bench/bench_summarize.py --replay [--before DIR]
 """
 
 from __future__ import annotations
@@ -69,13 +81,62 @@ def long_conversation(n: int) -> dict:
     return {"messages": messages}
 
 
+def replay(before: str | None) -> None:
+    """Success rate of the openai backend on the recorded real answers."""
+    from chat_server import ChatServer, Replay, markdown_only
+
+    fixtures = os.path.join(ROOT, "fixtures", "llm-answers")
+    with open(os.path.join(fixtures, "qwen2.5-coder-0.5b.jsonl"), "rb") as fh:
+        recording = [orjson.loads(line) for line in fh]
+    with open(os.path.join(fixtures, "index.json"), "rb") as fh:
+        groups = [item["exchanges"] for item in orjson.loads(fh.read()) if item["exchanges"]]
+    src = os.path.join(fixtures, "conversations.jsonl")
+    tmp = tempfile.mkdtemp(prefix="xcompact-replay-")
+    runs = [("before: " + os.path.basename(os.path.abspath(before)), before, "again", False)] if before else []
+    runs += [("tolerant reading alone (a repair turn gets no answer)", None, "none", False),
+             ("repair answered by the same recorded answer", None, "again", False),
+             ("repair answered by the recorded answer to the most similar other request", None, "nearest", False),
+             ("repair answered by the model's own recorded text for the asked sections", None, "sections", False),
+             ("repair answered by the asked sections, scripted (upper bound)", None, "scripted", False),
+             ("as above, --structured auto, server rejects response_format", None, "scripted", True)]
+    print("openai backend on the recorded answers of Qwen2.5-Coder-0.5B (llama.cpp), 9 conversations with a head:")
+    print("| run | SUMMARIZED | share | requests | repair turns | model calls per summary |")
+    print("|---|---|---|---|---|---|")
+    for name, tree, policy, reject in runs:
+        rep = Replay(recording, groups, repair=policy)
+        report = os.path.join(tmp, "report.json")
+        env = {"PYTHONPATH": os.path.abspath(tree)} if tree else {}
+        with ChatServer(markdown_only(rep) if reject else rep) as server:
+            args = ["summarize", "-q", "--backend", "openai", "--base-url", server.base_url, "--model", "local",
+                    "--keep-recent", "6", "--summary-input-tokens", "4000", "--max-summary-tokens", "600",
+                    "--concurrency", "1", "--no-cache", src, "-o", os.path.join(tmp, "out.jsonl"), "--report", report]
+            if not reject:
+                args[1:1] = ["--structured", "markdown"]
+            subprocess.run([sys.executable, "-m", "compactor_cli", *args], check=False, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, env={**os.environ, **env}, cwd=os.path.abspath(tree) if tree else None)
+            n_requests = len(server.requests)
+        with open(report, "rb") as fh:
+            items = orjson.loads(fh.read())["items"]
+        done = [i for i in items if i["status"] == "SUMMARIZED"]
+        with_head = [i for i in items if i["status"] != "NOTHING_TO_CONDENSE"]
+        calls = sum(i["model_calls"] for i in done) / max(1, len(done))
+        print(f"| {name} | {len(done)}/{len(with_head)} | {100 * len(done) / len(with_head):.0f}% | {n_requests} | "
+              f"{rep.repairs} | {calls:.2f} |")
+        assert rep.unmatched == 0, "a request the recording does not hold"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--latency", type=float, default=0.1)
     ap.add_argument("--long", type=int, default=100_000, help="messages of the one long conversation (0: skip)")
     ap.add_argument("--skip-extractive", action="store_true")
+    ap.add_argument("--replay", action="store_true", help="only the success rate on the recorded real answers")
+    ap.add_argument("--before", help="with --replay: an older source tree to compare with")
     args = ap.parse_args()
+    if args.replay:
+        replay(args.before)
+        return
     tmp = tempfile.mkdtemp(prefix="xcompact-bench-")
 
     files = sorted(glob.glob(os.path.join(ROOT, "fixtures", "*.json*")))

@@ -192,7 +192,7 @@ class Replay:
     A repair turn (more than two messages) is what the recording lacks; ``repair`` says how to
     answer it:
 
-    - ``none``: no answer (the test or bench runs without repair turns; a repair is an error);
+    - ``none``: refused with 404 (tolerant reading alone: a conversation that needs a repair fails);
     - ``again``: the recorded answer again (a model that ignores the repair);
     - ``nearest``: the recorded answer to the most similar *other* recorded request;
     - ``sections``: the model's own recorded text for exactly the sections the repair asks for,
@@ -242,8 +242,8 @@ class Replay:
         if i is None:
             i = self.nearest(user)[0]
         asked = messages[-1]["content"]
-        if self.repair == "none":
-            return Reply(status=500, error="this replay has no answers to repair turns")
+        if self.repair == "none":  # refused, not retried: as if the backend had no repair turn
+            return Reply(status=404, error="this replay has no answers to repair turns")
         if self.repair == "again":
             return self.recorded(i)
         if self.repair == "nearest":
