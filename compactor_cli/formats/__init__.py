@@ -1,0 +1,240 @@
+"""Transcript formats: read a record in any supported format as the internal (OpenAI) dump the
+tiers work on, and write a compacted dump back in the record's own format.
+
+Request formats, compacted natively and restored exactly: ``openai`` (with the legacy
+``function`` role), ``anthropic`` (Messages API), ``responses`` (Responses API input). Log
+formats, read as OpenAI dumps (lossy, documented in each module): ``claude-code``, ``codex``
+(one conversation per file), ``swe-agent``, ``mini-swe-agent``, ``sharegpt``.
+
+The pipeline's per-record step::
+
+    dump, codec = formats.parse_record(raw, from_, exact, source, line)   # record -> (dump, codec)
+    problems = codec.problems(dump)                                        # as check_conversation
+    ... the tiers ...
+    obj = codec.to_native(new_dump)                                        # -> the record to write
+
+and the runner's reading (a Claude Code or Codex file is one record)::
+
+    for rec in formats.iter_records(path, display, from_, start, start_line): ...
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterator
+
+from ..errors import InvalidInputError
+from .base import DUMP_KEY, FILE_LEVEL, FORMATS, LOG_FORMATS, MSG_KEY, REQUEST_FORMATS, SOURCE_KEY, Codec, LogCodec
+
+__all__ = ["DUMP_KEY", "FILE_LEVEL", "FORMATS", "FROM_CHOICES", "LOG_FORMATS", "MSG_KEY", "REQUEST_FORMATS",
+           "SOURCE_KEY", "Codec", "adjust_cut", "detect_format", "file_format", "iter_records", "keep_recent_for",
+           "parse_record", "read", "read_file"]
+
+FROM_CHOICES = ("auto",) + FORMATS
+
+
+def adjust_cut(messages: list[dict], cut: int, start: int = 0) -> int:
+    from .rules import adjust_cut as _adjust
+
+    return _adjust(messages, cut, start)
+
+
+def keep_recent_for(dump: dict, keep_recent: int) -> int:
+    from .rules import keep_recent_for as _keep
+
+    return _keep(dump, keep_recent)
+
+
+def detect_format(obj: Any) -> str:
+    """The format of a parsed record (``--from auto``). InvalidInputError for an ambiguous or
+    unknown shape, with a hint naming the closest format."""
+    from .detect import NAMES, Ambiguous, closest, detect
+
+    try:
+        found = detect(obj)
+    except Ambiguous as exc:
+        names = " or ".join(f"--from {c}" for c in exc.candidates)
+        raise InvalidInputError(f"ambiguous record: {exc}; name its format with {names}") from None
+    if found:
+        return found
+    from ..conversation import normalize_record
+
+    try:
+        normalize_record(obj)
+        message = "not a conversation xcompact reads"
+    except InvalidInputError as exc:
+        message = str(exc)
+    near = closest(obj)
+    if near and near != "openai":
+        hint = (f"it looks most like {NAMES[near]} but lacks what that format needs; if it is one, "
+                f"read it with --from {near}")
+    else:
+        hint = ("formats read: " + ", ".join(FORMATS))
+    raise InvalidInputError(f"{message}; {hint}")
+
+
+def read(obj: Any, from_: str = "auto", source: str | None = None, line: int | None = None,
+         events: list[tuple[int, Any]] | None = None) -> tuple[dict, Codec]:
+    """(internal dump, codec) of a parsed record in format ``from_`` ("auto": detected).
+    ``events``: the (line, object) pairs of a whole Claude Code or Codex file."""
+    fmt = from_
+    if fmt == "auto":
+        fmt = detect_format(obj if events is None else (events[0][1] if events else None))
+    if fmt not in FORMATS:
+        raise InvalidInputError(f"unknown format {fmt!r}; expected one of {', '.join(FROM_CHOICES)}")
+    if fmt == "openai":
+        from .openai_fmt import read_openai
+
+        return read_openai(obj)
+    if fmt == "anthropic":
+        from .anthropic import read_anthropic
+
+        return read_anthropic(obj)
+    if fmt == "responses":
+        from .responses import read_responses
+
+        return read_responses(obj)
+    if fmt in FILE_LEVEL:
+        if events is None:
+            from .detect import NAMES
+
+            raise InvalidInputError(f"this is one line of {NAMES[fmt]}, whose whole file is one conversation: "
+                                    f"read the file with --from {fmt}")
+        if fmt == "claude-code":
+            from .claude_code import read_claude_code as reader_fl
+        else:
+            from .codex import read_codex as reader_fl
+        dump, notes = reader_fl(events, source)
+        return dump, LogCodec(fmt, events, notes)
+    if fmt == "swe-agent":
+        from .swe_agent import read_swe_agent as reader
+    elif fmt == "mini-swe-agent":
+        from .mini_swe_agent import read_mini_swe_agent as reader
+    else:
+        from .sharegpt import read_sharegpt as reader
+    dump, notes = reader(obj, source, line)
+    return dump, LogCodec(fmt, obj, notes)
+
+
+def _split_lines(raw: bytes, exact: bool) -> list[tuple[int, Any]]:
+    from ..files import parse_exact, parse_json
+
+    events = []
+    for n, line in enumerate(raw.split(b"\n"), 1):
+        if line.strip():
+            try:
+                events.append((n, parse_exact(line) if exact else parse_json(line)))
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"line {n}: {exc}") from None
+    return events
+
+
+def parse_record(raw: bytes, from_: str = "auto", exact: bool = False, source: str | None = None,
+                 line: int | None = None) -> tuple[dict, Codec]:
+    """Bytes of one record -> (internal dump, codec); InvalidInputError when it is not a
+    conversation in that format. A Claude Code or Codex record is the bytes of a whole file."""
+    from ..files import parse_exact, parse_json
+
+    if from_ in FILE_LEVEL:
+        return read(None, from_, source, line, events=_split_lines(raw, exact))
+    try:
+        obj = parse_exact(raw) if exact else parse_json(raw)
+    except InvalidInputError as exc:
+        if from_ == "auto" and str(exc).startswith("broken JSON") and b"\n" in raw.strip():
+            fmt = _lines_format(raw)
+            if fmt:
+                return read(None, fmt, source, line, events=_split_lines(raw, exact))
+        raise
+    return read(obj, from_, source, line)
+
+
+def _lines_format(head: bytes) -> str | None:
+    """The file-level format whose first line ``head`` starts with, or None."""
+    from ..files import parse_json
+    from .claude_code import looks_like_line as cc
+    from .codex import looks_like_line as cx
+
+    first = next((ln for ln in head.split(b"\n") if ln.strip()), b"")
+    try:
+        obj = parse_json(first)
+    except InvalidInputError:
+        return None
+    if cc(obj):
+        return "claude-code"
+    if cx(obj):
+        return "codex"
+    if isinstance(obj, dict) and {"id", "timestamp"} <= set(obj) and len(obj) <= 6 and "messages" not in obj:
+        second = head.split(b"\n")
+        rest = [ln for ln in second[1:] if ln.strip()]
+        if rest:
+            try:
+                nxt = parse_json(rest[0])
+            except InvalidInputError:
+                return None
+            from .responses import ITEM_TYPES
+
+            if isinstance(nxt, dict) and (nxt.get("type") in ITEM_TYPES or nxt.get("record_type") == "state"):
+                return "codex"  # an older rollout: a session header, then bare items
+    return None
+
+
+SNIFF_BYTES = 1 << 20
+
+
+def file_format(path: str, from_: str = "auto") -> str | None:
+    """The file-level format of an input (``--from`` given, or sniffed from the first line of a
+    regular file or of stdin's buffer), or None when its records are read one by one."""
+    if from_ in FILE_LEVEL:
+        return from_
+    if from_ != "auto":
+        return None
+    import sys
+
+    try:
+        if path == "-":
+            peek = getattr(sys.stdin.buffer, "peek", None)
+            head = peek(SNIFF_BYTES) if peek is not None else b""
+        elif os.path.isfile(path):
+            with open(path, "rb") as fh:
+                head = fh.read(SNIFF_BYTES)
+        else:
+            return None
+    except OSError:
+        return None
+    if head.startswith(b"\xef\xbb\xbf"):
+        head = head[3:]
+    if b"\n" not in head.strip():
+        return None
+    return _lines_format(head)
+
+
+def read_file(path: str, from_: str = "auto") -> Iterator[tuple[str | int | None, dict, Codec]]:
+    """Library entry point: every conversation of one file as (where, internal dump, codec);
+    raises InvalidInputError for the first record that cannot be read."""
+    for rec in iter_records(path, from_=from_):
+        dump, codec = parse_record(rec.raw, from_, source=rec.source, line=rec.line)
+        yield rec.line, dump, codec
+
+
+def iter_records(path: str, display: str | None = None, from_: str = "auto", start: int = 0,
+                 start_line: int = 1) -> Iterator[Any]:
+    """files.iter_records, except that a Claude Code or Codex file is one record (its whole
+    bytes, form "jsonl", line None)."""
+    from ..files import Record, _open_input, iter_records as per_record
+
+    fmt = file_format(path, from_)
+    if fmt is None:
+        yield from per_record(path, display, start, start_line)
+        return
+    display = display or ("<stdin>" if path == "-" else path)
+    import sys
+
+    if path == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        with _open_input(path) as fh:
+            data = fh.read()
+    if not data.strip():
+        raise InvalidInputError("empty file: expected a conversation")
+    if start < len(data):
+        yield Record(display, None, data, "jsonl", len(data))

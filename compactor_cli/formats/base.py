@@ -1,0 +1,107 @@
+"""What every format adapter shares: the codec a record is read with, problems, provenance.
+
+A *codec* is what reading one record gives besides the internal dump: it knows the record's
+format, keeps the parsed native record (the pipeline's lossless check compares the input bytes
+with it) and writes a compacted internal dump back as a native record (``to_native``).
+
+The internal dump is the OpenAI chat-completions ``dumps()`` form the tiers work on. Request
+formats (``openai``, ``anthropic``, ``responses``) map both ways *exactly*: every internal
+message that came from a native message, block or item remembers it under ``xcompact_native``
+(a JSON string, so the estimated length and the token counts, which look at ``content``,
+``text`` and ``reasoning`` values, never count it twice), and the dump remembers the native
+record's top-level layout under ``xcompact_format``. The tiers never look at either key; they
+copy messages they keep and replace only tool contents and the leading system message, which is
+exactly what ``to_native`` needs to write the native record back.
+
+Log formats (``claude-code``, ``codex``, ``swe-agent``, ``mini-swe-agent``, ``sharegpt``) are read
+into a plain OpenAI dump (lossy, documented per format, with a ``source`` key saying where every
+message came from); they are written as OpenAI dumps.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import orjson
+
+from ..conversation import Problem
+from ..errors import InvalidInputError
+
+#: Message key holding the native form of an internal message (a JSON string).
+MSG_KEY = "xcompact_native"
+#: Internal dump key holding the native record's layout (never written into a native record).
+DUMP_KEY = "xcompact_format"
+#: Dump key of a log conversion's provenance.
+SOURCE_KEY = "source"
+#: Keys xcompact owns in any dump (bookkeeping): they stay at the top level of a native record.
+OWNED_KEYS = ("tokens_used", "compacted_tool_results", "summarized_messages", "compaction_counter", "xcompact")
+
+REQUEST_FORMATS = ("openai", "anthropic", "responses")
+LOG_FORMATS = ("claude-code", "codex", "swe-agent", "mini-swe-agent", "sharegpt")
+FORMATS = REQUEST_FORMATS + LOG_FORMATS
+#: Formats whose one conversation is a whole file of JSON lines (read with read_file).
+FILE_LEVEL = ("claude-code", "codex")
+
+
+def jdump(obj: Any) -> str:
+    """Compact JSON text of ``obj`` (keys in their order, non-ASCII kept)."""
+    return orjson.dumps(obj).decode()
+
+
+def jload(text: str) -> Any:
+    return orjson.loads(text)
+
+
+def type_name(v: Any) -> str:
+    if v is None:
+        return "null"
+    return {dict: "object", list: "array", str: "string", bool: "boolean",
+            int: "integer", float: "number"}.get(type(v), type(v).__name__)
+
+
+def fail(message: str, pointer: str = "") -> InvalidInputError:
+    return InvalidInputError(message, pointer)
+
+
+class Codec:
+    """How one record was read and how it is written back.
+
+    ``format``: the format's name; ``lossy``: the record cannot be written back in its own
+    format (a log): the internal OpenAI dump is written, changed or not; ``original``: the
+    parsed native record; ``notes``: what the reading could not carry over (lossy formats)."""
+
+    format = "openai"
+    lossy = False
+
+    def __init__(self, original: Any, notes: list[str] | None = None) -> None:
+        self.original = original
+        self.notes: list[str] = notes or []
+
+    def to_native(self, dump: dict) -> Any:  # pragma: no cover - every codec defines it
+        raise NotImplementedError
+
+    def problems(self, dump: dict) -> list[Problem]:
+        """Fatal shape errors first, then structural warnings (as check_conversation)."""
+        from ..conversation import check_conversation
+
+        return check_conversation(dump)
+
+
+class LogCodec(Codec):
+    """A log read into an OpenAI dump: written as that dump (``lossy``)."""
+
+    lossy = True
+
+    def __init__(self, fmt: str, original: Any, notes: list[str] | None = None) -> None:
+        super().__init__(original, notes)
+        self.format = fmt
+
+    def to_native(self, dump: dict) -> Any:
+        return dump
+
+
+Reader = Callable[..., tuple[dict, list[str]]]
+
+
+def problems_first(fatal: list[Problem], warnings: list[Problem]) -> list[Problem]:
+    return fatal if fatal else warnings

@@ -1,0 +1,260 @@
+"""Claude Code session logs (``~/.claude/projects/<dir>/<session>.jsonl``, and sub-agent files).
+
+One file is one conversation spread over many JSON lines, so it is read whole (read_file). The
+reading, lossy and documented:
+
+- ``user`` and ``assistant`` events become messages in file order. Assistant events sharing one
+  ``message.id`` (Claude Code writes one event per content block) are one assistant message, even
+  when tool results were written between them; text blocks are its content, ``thinking`` blocks
+  its ``reasoning_content`` (the signature is dropped), ``tool_use`` blocks its ``tool_calls``
+  (``input`` as JSON arguments). Server tool blocks are carried as text parts.
+- A user event's ``tool_result`` blocks become ``tool`` messages (string or text/image parts;
+  ``is_error`` is not carried), its other blocks one user message (images as data-URL parts).
+- ``isSidechain`` events of a sub-agent are read when the whole file is a sub-agent's; in a main
+  session that also holds them (old versions), they are skipped and counted.
+- ``progress``, ``file-history-snapshot``, ``queue-operation`` and other ``system`` events carry
+  nothing the model saw: skipped, counted in ``source.skipped``; ``toolUseResult`` (the tool's
+  structured result) too. ``compact_boundary`` events are listed in
+  ``source.compact_boundaries`` with the index of the first message after them (the session's
+  own summary follows as a user message); ``summary`` lines in ``source.summaries``.
+- Every tool call keeps a result: a call the log never answers gets the result
+  ``[no result recorded in the Claude Code log]`` (listed in ``source.unanswered``), a result
+  whose call is not in the log becomes a user message (listed in ``source.orphan_results``).
+
+``source.lines[i]`` is the 1-based line of the event message i came from (the first one, for a
+merged assistant message).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from .base import SOURCE_KEY, fail, jdump, type_name
+
+NO_RESULT = "[no result recorded in the Claude Code log]"
+_EVENT_KEYS = ("sessionId", "parentUuid", "uuid", "isSidechain", "userType")
+_CC_TYPES = ("user", "assistant", "system", "progress", "summary", "file-history-snapshot", "queue-operation",
+             "attachment", "custom-title", "tag")
+
+
+def looks_like_line(obj: Any) -> bool:
+    """A single event line of a Claude Code session."""
+    if not isinstance(obj, dict):
+        return False
+    t = obj.get("type")
+    if t in ("file-history-snapshot", "queue-operation"):
+        return True
+    if t == "summary" and "leafUuid" in obj:
+        return True
+    return t in _CC_TYPES and sum(1 for k in _EVENT_KEYS if k in obj) >= 2
+
+
+def _image_part(block: dict) -> dict:
+    src = block.get("source") or {}
+    if src.get("type") == "base64":
+        url = f"data:{src.get('media_type', 'image/png')};base64,{src.get('data', '')}"
+    else:
+        url = src.get("url") or ""
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def _parts(blocks: list, notes: dict) -> list:
+    out = []
+    for b in blocks:
+        t = b.get("type") if isinstance(b, dict) else None
+        if t == "text":
+            out.append({"type": "text", "text": b.get("text", "")})
+        elif t == "image":
+            out.append(_image_part(b))
+        else:
+            notes["blocks carried as JSON text"] = notes.get("blocks carried as JSON text", 0) + 1
+            out.append({"type": "text", "text": jdump(b)})
+    return out
+
+
+class _Reader:
+    def __init__(self, source: str | None) -> None:
+        self.messages: list[dict] = []
+        self.lines: list[int] = []
+        self.src: dict[str, Any] = {"format": "claude-code", "file": source}
+        self.skipped: dict[str, int] = {}
+        self.counts: dict[str, int] = {}
+        self.boundaries: list[dict] = []
+        self.summaries: list[str] = []
+        self.unanswered: list[str] = []
+        self.orphans: list[str] = []
+        self.cur: dict | None = None  # the open assistant message
+        self.cur_id: Any = None
+        self.open: dict[str, None] = {}  # calls of cur without a result yet
+        self.known: set[str] = set()
+
+    def emit(self, m: dict, line: int) -> None:
+        self.messages.append(m)
+        self.lines.append(line)
+
+    def close_calls(self, line: int) -> None:
+        """Before anything but a result: every open call gets a result."""
+        for cid in list(self.open):
+            self.emit({"role": "tool", "tool_call_id": cid, "content": NO_RESULT}, line)
+            self.unanswered.append(cid)
+        self.open.clear()
+        self.cur = None
+        self.cur_id = None
+
+    def count(self, key: str, n: int = 1) -> None:
+        self.counts[key] = self.counts.get(key, 0) + n
+
+    def user(self, msg: dict, line: int) -> None:
+        content = msg.get("content")
+        if isinstance(content, str):
+            self.close_calls(line)
+            self.emit({"role": "user", "content": content}, line)
+            return
+        if not isinstance(content, list):
+            raise fail(f"line {line}: a user message's content must be a string or a list of blocks, "
+                       f"got {type_name(content)}")
+        results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+        others = [b for b in content if not (isinstance(b, dict) and b.get("type") == "tool_result")]
+        orphans = []
+        for b in results:
+            cid = b.get("tool_use_id")
+            body = b.get("content")
+            if isinstance(body, list):
+                body = _parts(body, self.counts)
+            elif body is not None and not isinstance(body, str):
+                body = jdump(body)
+            if b.get("is_error"):
+                self.count("tool results marked is_error (not carried)")
+            if isinstance(cid, str) and cid in self.open:
+                del self.open[cid]
+                self.emit({"role": "tool", "tool_call_id": cid, "content": body}, line)
+            else:
+                orphans.append((cid, body))
+        if orphans or others:
+            self.close_calls(line)
+        for cid, body in orphans:
+            self.orphans.append(cid if isinstance(cid, str) else "")
+            text = body if isinstance(body, str) else "\n".join(
+                p.get("text", "") for p in body or () if isinstance(p, dict))
+            self.emit({"role": "user", "content": f"[tool result {cid}]\n{text}"}, line)
+        if others:
+            parts = _parts(others, self.counts)
+            if len(parts) == 1 and parts[0]["type"] == "text":
+                self.emit({"role": "user", "content": parts[0]["text"]}, line)
+            else:
+                self.emit({"role": "user", "content": parts}, line)
+
+    def assistant(self, msg: dict, line: int) -> None:
+        content = msg.get("content")
+        mid = msg.get("id")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        if not isinstance(content, list):
+            raise fail(f"line {line}: an assistant message's content must be a string or a list of blocks, "
+                       f"got {type_name(content)}")
+        if self.cur is None or mid is None or mid != self.cur_id:
+            self.close_calls(line)
+            self.cur = {"role": "assistant", "content": None}
+            self.cur_id = mid
+            self.emit(self.cur, line)
+        m = self.cur
+        for b in content:
+            t = b.get("type") if isinstance(b, dict) else None
+            if t == "text":
+                self._add_text(m, b.get("text", ""))
+            elif t == "thinking":
+                text = b.get("thinking", "")
+                m["reasoning_content"] = text if "reasoning_content" not in m else m["reasoning_content"] + "\n\n" + text
+                if b.get("signature"):
+                    self.count("thinking signatures dropped")
+            elif t == "redacted_thinking":
+                self.count("redacted_thinking blocks dropped")
+            elif t == "tool_use":
+                cid = b.get("id")
+                if not isinstance(cid, str):
+                    raise fail(f"line {line}: a tool_use block needs a string 'id'")
+                call = {"id": cid, "type": "function",
+                        "function": {"name": b.get("name", ""), "arguments": jdump(b.get("input", {}))}}
+                m.setdefault("tool_calls", []).append(call)
+                self.open[cid] = None
+                self.known.add(cid)
+            else:
+                self.count(f"{t} blocks carried as JSON text")
+                self._add_text(m, jdump(b))
+
+    @staticmethod
+    def _add_text(m: dict, text: str) -> None:
+        if m["content"] is None:
+            m["content"] = text
+        elif isinstance(m["content"], str):
+            m["content"] = [{"type": "text", "text": m["content"]}, {"type": "text", "text": text}]
+        else:
+            m["content"].append({"type": "text", "text": text})
+
+    def finish(self, last_line: int) -> tuple[dict, list[str]]:
+        self.close_calls(last_line)
+        src = self.src
+        src["lines"] = self.lines
+        if self.boundaries:
+            src["compact_boundaries"] = self.boundaries
+        if self.summaries:
+            src["summaries"] = self.summaries
+        if self.skipped:
+            src["skipped"] = dict(sorted(self.skipped.items()))
+        if self.unanswered:
+            src["unanswered"] = self.unanswered
+        if self.orphans:
+            src["orphan_results"] = self.orphans
+        notes = [f"{n} {what}" for what, n in sorted(self.counts.items())]
+        if self.unanswered:
+            notes.append(f"{len(self.unanswered)} tool calls without a result in the log got "
+                         f"the result {NO_RESULT!r}")
+        if self.orphans:
+            notes.append(f"{len(self.orphans)} tool results without their call became user messages")
+        if notes:
+            src["notes"] = notes
+        return {"messages": self.messages, SOURCE_KEY: src}, notes
+
+
+def read_claude_code(events: Iterable[tuple[int, Any]], source: str | None = None) -> tuple[dict, list[str]]:
+    """(OpenAI dump, notes) of a session given as (line, parsed event) pairs."""
+    events = list(events)
+    if not events:
+        raise fail("empty Claude Code session: no events")
+    dialogue = [(n, e) for n, e in events if isinstance(e, dict) and e.get("type") in ("user", "assistant")]
+    main = [e for _, e in dialogue if not e.get("isSidechain")]
+    sidechain_file = bool(dialogue) and not main
+    r = _Reader(source)
+    for n, e in events:
+        if not isinstance(e, dict):
+            raise fail(f"line {n}: a Claude Code event must be an object, got {type_name(e)}")
+        if "sessionId" in e and "session_id" not in r.src:
+            r.src["session_id"] = e["sessionId"]
+        if e.get("agentId") and "agent_id" not in r.src and (sidechain_file or not e.get("isSidechain")):
+            r.src["agent_id"] = e["agentId"]
+        t = e.get("type")
+        if t in ("user", "assistant"):
+            if e.get("isSidechain") and not sidechain_file:
+                r.skipped["sidechain events"] = r.skipped.get("sidechain events", 0) + 1
+                continue
+            msg = e.get("message")
+            if not isinstance(msg, dict):
+                raise fail(f"line {n}: a {t} event needs a 'message' object")
+            if t == "user":
+                r.user(msg, n)
+            else:
+                r.assistant(msg, n)
+        elif t == "system" and e.get("subtype") == "compact_boundary":
+            meta = e.get("compactMetadata") or {}
+            r.boundaries.append({"line": n, "before_message": len(r.messages), **{
+                k: meta[k] for k in ("trigger", "preTokens") if k in meta}})
+            r.skipped["system"] = r.skipped.get("system", 0) + 1
+        elif t == "summary":
+            if isinstance(e.get("summary"), str):
+                r.summaries.append(e["summary"])
+        else:
+            key = str(t) if t is not None else "untyped"
+            r.skipped[key] = r.skipped.get(key, 0) + 1
+    if sidechain_file:
+        r.src["sidechain"] = True
+    return r.finish(events[-1][0])

@@ -1,0 +1,126 @@
+"""Which format a record is in, from its shape alone (``--from auto``).
+
+Every format has marks no other has: the log formats their own top-level keys or line types;
+among the request formats, OpenAI chat has ``tool``/``function``/``developer`` roles,
+``tool_calls``, ``tool_call_id`` and ``image_url`` parts; Anthropic has a top-level ``system``
+and ``tool_use``/``tool_result``/``thinking``/``document``... blocks and ``image`` blocks with a
+``source``; Responses has ``input``/``instructions`` and typed items (``function_call``,
+``reasoning``...) or ``input_text``/``output_text`` parts. A record with no mark (plain user and
+assistant strings) is OpenAI, as before. Marks of two request formats at once are ambiguous;
+a record that is none of them is unknown: both are INVALID_INPUT with a hint naming the closest
+format.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import claude_code, codex, mini_swe_agent, sharegpt, swe_agent
+from .anthropic import SIGNAL_BLOCKS
+from .responses import ITEM_TYPES, PART_TYPES
+
+NAMES = {
+    "openai": "OpenAI chat-completions messages", "anthropic": "an Anthropic Messages request",
+    "responses": "an OpenAI Responses input", "claude-code": "a Claude Code session log",
+    "codex": "a Codex CLI rollout", "swe-agent": "a SWE-agent trajectory (.traj)",
+    "mini-swe-agent": "a mini-swe-agent trajectory", "sharegpt": "a ShareGPT record",
+}
+_OPENAI_ROLES = ("tool", "function", "developer")
+_OPENAI_PARTS = ("image_url", "input_audio", "file")
+
+
+class Ambiguous(Exception):
+    def __init__(self, candidates: list[str], why: str) -> None:
+        super().__init__(why)
+        self.candidates = candidates
+
+
+def _message_marks(messages: list) -> set[str]:
+    """The request formats whose marks the messages bear."""
+    marks: set[str] = set()
+    for m in messages:
+        if type(m) is not dict:
+            continue
+        role = m.get("role")
+        if role in _OPENAI_ROLES or "tool_calls" in m or "tool_call_id" in m or "function_call" in m:
+            marks.add("openai")
+        t = m.get("type")
+        if type(t) is str and ("role" not in m or t != "message") and t in ITEM_TYPES:
+            marks.add("responses")
+        elif t == "message" and "role" in m:
+            marks.add("responses")
+        content = m.get("content")
+        if type(content) is list:
+            for p in content:
+                if type(p) is not dict:
+                    continue
+                pt = p.get("type")
+                if pt in SIGNAL_BLOCKS or (pt == "image" and "source" in p):
+                    marks.add("anthropic")
+                elif pt in _OPENAI_PARTS:
+                    marks.add("openai")
+                elif pt in PART_TYPES:
+                    marks.add("responses")
+    return marks
+
+
+def detect(obj: Any) -> str:
+    """The format of a parsed record. Raises Ambiguous; returns "" for an unknown shape."""
+    if isinstance(obj, dict):
+        if sharegpt.looks_like(obj):
+            return "sharegpt"
+        if mini_swe_agent.looks_like(obj):
+            return "mini-swe-agent"
+        if swe_agent.looks_like(obj):
+            return "swe-agent"
+        if codex.looks_like_line(obj):
+            return "codex"
+        if claude_code.looks_like_line(obj):
+            return "claude-code"
+        meta = obj.get("xcompact")
+        if isinstance(meta, dict) and meta.get("format") in ("anthropic", "responses"):
+            return meta["format"]
+        if "messages" in obj:
+            messages = obj["messages"]
+            marks = _message_marks(messages) if isinstance(messages, list) else set()
+            if "system" in obj:
+                marks.add("anthropic")
+            return _decide(marks)
+        if "input" in obj and isinstance(obj["input"], (list, str)):
+            return "responses"
+        return ""
+    if isinstance(obj, list):
+        return _decide(_message_marks(obj))
+    return ""
+
+
+def _decide(marks: set[str]) -> str:
+    if len(marks) > 1:
+        order = [f for f in ("openai", "anthropic", "responses") if f in marks]
+        raise Ambiguous(order, "the record has marks of " + " and ".join(NAMES[f] for f in order))
+    return marks.pop() if marks else "openai"
+
+
+def closest(obj: Any) -> str | None:
+    """The format a record that is none of them resembles most, or None."""
+    if isinstance(obj, dict):
+        keys = set(obj)
+        if keys & {"sessionId", "parentUuid", "leafUuid", "isSidechain"}:
+            return "claude-code"
+        if keys & {"payload", "record_type"}:
+            return "codex"
+        if keys & {"trajectory", "history"}:
+            return "swe-agent"
+        if keys & {"trajectory_format"}:
+            return "mini-swe-agent"
+        if keys & {"conversations", "from", "value"}:
+            return "sharegpt"
+        if keys & {"input", "instructions", "previous_response_id"}:
+            return "responses"
+        if keys & {"system", "max_tokens", "stop_sequences", "anthropic_version"}:
+            return "anthropic"
+        if keys & {"messages", "role", "content"}:
+            return "openai"
+    if isinstance(obj, list) and obj and isinstance(obj[0], dict):
+        return closest(obj[0]) or "openai"
+    return None

@@ -1,0 +1,86 @@
+"""Where the tier-2 cut may fall, per format: one function the cut calls.
+
+``summarize.choose_cut_point`` puts the cut ``keep_recent`` messages from the end and moves it
+earlier past tool results. ``adjust_cut`` then moves it earlier again until the kept messages
+start where the record's own format allows:
+
+- OpenAI dumps (no native memory on the messages): unchanged, as today.
+- Anthropic: the kept part starts with a user message that holds no tool results (the first
+  internal part of a native user message), so the written request starts with a user message,
+  keeps alternating and every tool_use stays with its tool_result.
+- Responses: the kept part does not start with a tool output, and no output it keeps answers a
+  call it does not keep (outputs need not follow their call directly in Responses input).
+  Reasoning items travel inside the message of the item they precede, so they always follow it.
+
+For every format: a kept tool result whose call would be summarised away moves the cut to that
+call. A cut that reaches the start leaves nothing to summarise (NOTHING_TO_CONDENSE).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import MSG_KEY, jload
+
+
+def _format_of(m: Any) -> str | None:
+    raw = m.get(MSG_KEY) if isinstance(m, dict) else None
+    if isinstance(raw, str) and raw.startswith('{"f":"'):
+        return raw[6:raw.index('"', 6)]
+    return None
+
+
+def _orphaned(messages: list[dict], cut: int, start: int) -> int | None:
+    """The index of the earliest head message whose call a kept tool result answers, or None."""
+    calls: dict[str, int] = {}
+    for i in range(start, cut):
+        for call in messages[i].get("tool_calls") or ():
+            if isinstance(call, dict) and isinstance(call.get("id"), str):
+                calls[call["id"]] = i
+    found = None
+    for m in messages[cut:]:
+        if m.get("role") == "tool" and m.get("tool_call_id") in calls:
+            i = calls[m["tool_call_id"]]
+            found = i if found is None else min(found, i)
+    return found
+
+
+def _anthropic_start(m: dict) -> bool:
+    """A user message that starts its native message and holds no tool results."""
+    if m.get("role") != "user":
+        return False
+    memo = jload(m[MSG_KEY])
+    return "m" in memo or memo.get("k") == 0
+
+
+def adjust_cut(messages: list[dict], cut: int, start: int = 0) -> int:
+    """The cut moved earlier (never later) until the kept part starts where the format allows."""
+    n = len(messages)
+    if not (start < cut < n):
+        return cut
+    fmt = _format_of(messages[cut])
+    if fmt is None or fmt == "openai-function":
+        return cut
+    while start < cut:
+        m = messages[cut]
+        if m.get("role") == "tool" or (fmt == "anthropic" and not _anthropic_start(m)):
+            cut -= 1
+            continue
+        back = _orphaned(messages, cut, start)
+        if back is None:
+            break
+        cut = back
+    return cut
+
+
+def keep_recent_for(dump: dict, keep_recent: int) -> int:
+    """The ``keep_recent`` that makes today's ``choose_cut_point`` (which does not call
+    adjust_cut yet) cut where adjust_cut would: for library callers of summarize_dump and
+    compact_dump on native formats until the cut calls adjust_cut itself."""
+    messages = dump["messages"]
+    n = len(messages)
+    start = 1 if messages and messages[0].get("role") == "system" else 0
+    cut = max(start, n - max(keep_recent, 0))
+    while start < cut < n and messages[cut].get("role") == "tool":
+        cut -= 1
+    return n - adjust_cut(messages, cut, start)

@@ -1,0 +1,142 @@
+"""ShareGPT records: ``{"conversations": [{"from", "value"}, ...], "system"?, "tools"?}`` (also the
+LLaMA-Factory function-calling form), one per JSONL line or JSON document.
+
+Read into an OpenAI dump (lossy, documented): ``system`` turns and the ``system`` key are system
+messages; ``human``/``user`` turns user messages; ``gpt``/``assistant``/``model``/``chatgpt``
+turns assistant messages; a ``function_call`` turn (a JSON ``{"name", "arguments"}`` or a list
+of them) an assistant message with tool calls (IDs ``call_<n>``, in order); ``observation``/
+``tool``/``function`` turns their results, in call order (one turn holding a JSON list as long as
+the pending calls answers them all). Turns in the ``{"role", "content"}`` form are read as chat
+messages. ``tools`` (a JSON string or a list) is kept as the dump's ``tools``; other keys go to
+``source.record``.
+
+``source.turns[i]`` is the ``conversations`` index message i came from.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from .base import SOURCE_KEY, fail, jdump, type_name
+from .repair import repair_pairing
+
+NO_RESULT = "[no observation recorded in the ShareGPT record]"
+USER = ("human", "user")
+ASSISTANT = ("gpt", "assistant", "model", "chatgpt", "bard", "bing")
+RESULT = ("observation", "tool", "function", "function_response", "ipython")
+CALL = ("function_call", "tool_call", "tool_calls")
+
+
+def looks_like(obj: Any) -> bool:
+    return isinstance(obj, dict) and isinstance(obj.get("conversations"), list)
+
+
+def _calls(value: Any) -> list[dict] | None:
+    try:
+        parsed = orjson.loads(value) if isinstance(value, str) else value
+    except orjson.JSONDecodeError:
+        return None
+    calls = parsed if isinstance(parsed, list) else [parsed]
+    if not calls or not all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in calls):
+        return None
+    return calls
+
+
+def read_sharegpt(obj: Any, source: str | None = None, line: int | None = None) -> tuple[dict, list[str]]:
+    if not looks_like(obj):
+        raise fail("a ShareGPT record needs a 'conversations' list")
+    msgs: list[dict] = []
+    where: list[Any] = []
+    notes: list[str] = []
+    if isinstance(obj.get("system"), str) and obj["system"]:
+        msgs.append({"role": "system", "content": obj["system"]})
+        where.append("system")
+    pending: list[str] = []
+    n_call = 0
+    unparsed = 0
+    for i, turn in enumerate(obj["conversations"]):
+        ptr = f"/conversations/{i}"
+        if not isinstance(turn, dict):
+            raise fail(f"a turn must be an object, got {type_name(turn)}", ptr)
+        if "from" not in turn and "role" in turn:  # the chat form
+            msgs.append({k: v for k, v in turn.items()})
+            where.append(i)
+            continue
+        who, value = turn.get("from"), turn.get("value")
+        if not isinstance(who, str):
+            raise fail("a turn needs a string 'from'", f"{ptr}/from")
+        if value is not None and not isinstance(value, str):
+            value = jdump(value)
+        who_l = who.lower()
+        if who_l in CALL:
+            calls = _calls(value)
+            if calls is None:
+                unparsed += 1
+                calls = [{"name": "unknown", "arguments": value}]
+            tool_calls = []
+            for c in calls:
+                n_call += 1
+                args = c.get("arguments", c.get("parameters", {}))
+                tool_calls.append({"id": f"call_{n_call}", "type": "function",
+                                   "function": {"name": c["name"], "arguments": args if isinstance(args, str)
+                                                else jdump(args)}})
+            msgs.append({"role": "assistant", "content": None, "tool_calls": tool_calls})
+            where.append(i)
+            pending = [c["id"] for c in tool_calls]
+        elif who_l in RESULT:
+            results = [value]
+            if len(pending) > 1:
+                try:
+                    parsed = orjson.loads(value or "")
+                except orjson.JSONDecodeError:
+                    parsed = None
+                if isinstance(parsed, list) and len(parsed) == len(pending):
+                    results = [x if isinstance(x, str) else jdump(x) for x in parsed]
+            for r in results:
+                out: dict[str, Any] = {"role": "tool"}
+                if pending:
+                    out["tool_call_id"] = pending.pop(0)
+                out["content"] = r
+                msgs.append(out)
+                where.append(i)
+        elif who_l in USER or who_l == "system" or who_l in ASSISTANT:
+            role = "user" if who_l in USER else "system" if who_l == "system" else "assistant"
+            msgs.append({"role": role, "content": value})
+            where.append(i)
+        else:
+            raise fail(f"unknown speaker {who!r}; expected human, gpt, system, function_call or observation",
+                       f"{ptr}/from")
+    msgs, where, done = repair_pairing(msgs, where, NO_RESULT)
+    dump: dict[str, Any] = {"messages": msgs}
+    tools = obj.get("tools")
+    if isinstance(tools, str) and tools.strip():
+        try:
+            tools = orjson.loads(tools)
+        except orjson.JSONDecodeError:
+            notes.append("tools is not JSON: kept as text in source.record")
+            tools = None
+    if isinstance(tools, list):
+        dump["tools"] = tools
+    src: dict[str, Any] = {"format": "sharegpt", "file": source}
+    if line is not None:
+        src["line"] = line
+    src["turns"] = where
+    record = {k: v for k, v in obj.items() if k not in ("conversations", "system") and not (
+        k == "tools" and "tools" in dump)}
+    if record:
+        src["record"] = record
+    if unparsed:
+        notes.append(f"{unparsed} function_call turns were not JSON calls: carried as a call of 'unknown'")
+    for key in ("unanswered", "orphan_results"):
+        if done[key]:
+            src[key] = done[key]
+    if done["unanswered"]:
+        notes.append(f"{len(done['unanswered'])} calls without an observation got the result {NO_RESULT!r}")
+    if done["orphan_results"]:
+        notes.append(f"{len(done['orphan_results'])} observations without a call became user messages")
+    if notes:
+        src["notes"] = notes
+    dump[SOURCE_KEY] = src
+    return dump, notes
