@@ -46,15 +46,18 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
     request = SummaryRequest(head=[messages[i] for i in cut.head], system_text=_system_text(messages, cut.system),
                              max_tokens=opts.max_summary_tokens)
     calls = 0
+    repaired = False
     try:
         answer = await backend.summarize(request)
         calls += answer.calls
+        repaired = answer.repaired
         summary = canonical_summary(answer.text)
         n = counter.text(summary)
-        if n > opts.max_summary_tokens:
+        if n > opts.max_summary_tokens:  # a backend that does not keep the budget itself (both built-in ones do)
             answer = await backend.summarize(SummaryRequest(request.head, request.system_text, request.max_tokens,
                                                             previous_tokens=n))
             calls += answer.calls
+            repaired = repaired or answer.repaired
             summary = canonical_summary(answer.text)
             n = counter.text(summary)
             if n > opts.max_summary_tokens:
@@ -68,13 +71,17 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
             raise NotSmallerError(f"the result ({after} tokens) is not smaller than what it replaces "
                                   f"({before} tokens)")
     except BackendError as exc:
-        fields.update(model_calls=calls, error=str(exc))
+        # the requests of a summary that failed, its repair turn included, count too
+        calls += getattr(exc, "calls", 0)
+        fields.update(model_calls=calls, repaired=repaired or getattr(exc, "repaired", False), error=str(exc))
         if isinstance(exc, NotSmallerError):
             fields["error_kind"] = NotSmallerError.kind  # a smaller keep_recent can succeed (compact retries)
         return dump, Status.SUMMARIZE_FAILED, fields
     fields.update(summarized_count=len(cut.head), kept_count=len(cut.kept), summary_tokens=n,
-                  forced_user=cut.forced_user is not None, model_calls=calls, cached=answer.cached,
+                  forced_user=cut.forced_user is not None, model_calls=calls, cached=answer.cached, repaired=repaired,
                   tokens_before=before, tokens_after=after)
+    if answer.structured:
+        fields["structured"] = answer.structured  # how the model answered: json (response_format) or markdown
     return new, Status.SUMMARIZED, fields
 
 
