@@ -56,6 +56,9 @@ READ_CHUNK = 2**20
 READ_CPUS = 0.25
 MAP_CPUS = 0.75
 EMPTY_FILE = "empty file: expected one conversation per line (JSONL)"
+PARQUET_SUFFIXES = (".parquet",)
+#: Columns of a Parquet input carried to its output travel under this prefix (no clash with ours).
+CARRIED = "carried:"
 
 _ROWS = pa.schema([("file", pa.int32()), ("source", pa.string()), ("relative", pa.string()), ("line", pa.int64()),
                    ("offset", pa.int64()), ("raw", pa.large_binary()), ("error", pa.string())])
@@ -93,8 +96,8 @@ def _join(base: str, relative: str) -> str:
 
 
 def expand_inputs(inputs: list[str]) -> list[InputPath]:
-    """Files as given; directories (local or URL prefixes) become their JSONL files, sorted, as the
-    CLI finds them. A JSON document (``.json``) is refused: the reader streams JSONL only."""
+    """Files as given; directories (local or URL prefixes) become their JSONL (and Parquet) files,
+    sorted, as the CLI finds them. A JSON document (``.json``) is refused: the reader streams JSONL."""
     found: list[InputPath] = []
     documents: list[str] = []
     for given in inputs:
@@ -110,7 +113,7 @@ def expand_inputs(inputs: list[str]) -> list[InputPath]:
                 base = rel.rsplit("/", 1)[-1]
                 if f.type != pafs.FileType.File or base.startswith("."):
                     continue
-                if base.lower().endswith(JSONL_SUFFIXES):
+                if base.lower().endswith(JSONL_SUFFIXES + PARQUET_SUFFIXES):
                     names.append((rel, f.path))
                 elif base.lower().endswith(INPUT_SUFFIXES):
                     documents.append(_join(given, rel))
@@ -118,7 +121,7 @@ def expand_inputs(inputs: list[str]) -> list[InputPath]:
                 source = _join(given, rel) if _is_url(given) else str(Path(given) / rel)
                 found.append(InputPath(fs, fpath, source, rel))
         else:
-            if given.lower().endswith(INPUT_SUFFIXES) and not given.lower().endswith(JSONL_SUFFIXES):
+            if given.lower().endswith(INPUT_SUFFIXES) and not given.lower().endswith(JSONL_SUFFIXES + PARQUET_SUFFIXES):
                 documents.append(given)
             found.append(InputPath(fs, path, given, posixpath.basename(path.rstrip("/"))))
     if documents:
@@ -126,7 +129,7 @@ def expand_inputs(inputs: list[str]) -> list[InputPath]:
                          f"is a JSON document{f' (and {len(documents) - 1} more)' if len(documents) > 1 else ''}: "
                          "run it without --engine ray")
     if not found:
-        raise UsageError("no input files found (directories are searched for *.jsonl and *.ndjson)")
+        raise UsageError("no input files found (directories are searched for *.jsonl, *.ndjson and *.parquet)")
     return found
 
 
@@ -179,6 +182,59 @@ def _table(rows: dict[str, list]) -> pa.Table:
 
 def _new_rows() -> dict[str, list]:
     return {name: [] for name in _ROWS.names}
+
+
+def is_parquet(name: str) -> bool:
+    return name.lower().endswith(PARQUET_SUFFIXES)
+
+
+def _read_parquet_file(index: int, inp: InputPath, block_bytes: int, messages_column: str,
+                       json_column: str) -> Iterator[pa.Table]:
+    """A Parquet file's rows, one row group batch at a time: ``raw`` is each row's record (see
+    compactor_cli.parquet: lossy from a messages column, exact from a JSON column); ``line`` the
+    1-based row; the other columns carried as ``carried:<name>``."""
+    import pyarrow.parquet as pq
+
+    from .parquet import BATCH_ROWS, carried, record_lines
+
+    pending: list[pa.Table] = []
+    size, row = 0, 0
+    try:
+        if inp.fs.get_file_info(inp.path).type == pafs.FileType.NotFound:
+            rows = _new_rows()
+            for name, value in (("file", index), ("source", inp.source), ("relative", inp.relative), ("line", 0),
+                                ("offset", 0), ("raw", None), ("error", "no such file")):
+                rows[name].append(value)
+            yield _table(rows)
+            return
+        with inp.fs.open_input_file(inp.path) as fh:
+            for batch in pq.ParquetFile(fh).iter_batches(batch_size=BATCH_ROWS):
+                table = pa.Table.from_batches([batch])
+                try:
+                    raws = record_lines(table, messages_column, json_column)
+                except ValueError as exc:
+                    raise OSError(str(exc)) from None
+                n = table.num_rows
+                base = _table({"file": [index] * n, "source": [inp.source] * n, "relative": [inp.relative] * n,
+                               "line": list(range(row + 1, row + n + 1)), "offset": list(range(row, row + n)),
+                               "raw": raws, "error": [None] * n})
+                for name in (extra := carried(table, messages_column, json_column)).column_names:
+                    base = base.append_column(CARRIED + name, extra.column(name))
+                pending.append(base)
+                row += n
+                size += sum(len(r) for r in raws if r is not None)
+                if size >= block_bytes:
+                    yield pa.concat_tables(pending)
+                    pending, size = [], 0
+    except OSError as exc:
+        rows = _new_rows()
+        for name, value in (("file", index), ("source", inp.source), ("relative", inp.relative), ("line", 0),
+                            ("offset", 0), ("raw", None), ("error", f"cannot read: {getattr(exc, 'strerror', None) or exc}")):
+            rows[name].append(value)
+        yield _table(rows)
+        return
+    if pending:
+        yield pa.concat_tables(pending)
 
 
 def _read_file(index: int, inp: InputPath, block_bytes: int) -> Iterator[pa.Table]:
@@ -246,11 +302,14 @@ def _read_file(index: int, inp: InputPath, block_bytes: int) -> Iterator[pa.Tabl
 
 
 class JsonlLines(Datasource):
-    """One read task per file (streamed); the records of a file stay in order."""
+    """One read task per file (streamed); the records of a file stay in order. Parquet files
+    (``.parquet``) give one record per row."""
 
-    def __init__(self, inputs: list[InputPath], block_bytes: int = BLOCK_BYTES) -> None:
+    def __init__(self, inputs: list[InputPath], block_bytes: int = BLOCK_BYTES, messages_column: str = "messages",
+                 json_column: str = "conversation_json") -> None:
         super().__init__()
         self.inputs, self.block_bytes = inputs, block_bytes
+        self.columns = (messages_column, json_column)
         self._sizes: list[int | None] = []
         for inp in inputs:
             try:
@@ -266,8 +325,12 @@ class JsonlLines(Datasource):
         tasks = []
         for index, (inp, size) in enumerate(zip(self.inputs, self._sizes)):
             meta = BlockMetadata(num_rows=None, size_bytes=size, exec_stats=None, input_files=(inp.source,))
-            tasks.append(ReadTask(lambda i=index, p=inp, b=self.block_bytes: _read_file(i, p, b), meta, schema=_ROWS,
-                                  per_task_row_limit=per_task_row_limit))
+            if is_parquet(inp.path):
+                read = (lambda i=index, p=inp, b=self.block_bytes, c=self.columns: _read_parquet_file(i, p, b, *c))
+                schema = None  # the rows carry the file's own columns too
+            else:
+                read, schema = (lambda i=index, p=inp, b=self.block_bytes: _read_file(i, p, b)), _ROWS
+            tasks.append(ReadTask(read, meta, schema=schema, per_task_row_limit=per_task_row_limit))
         return tasks
 
 
@@ -277,13 +340,15 @@ def read_jsonl(paths: list[str] | str, *, block_bytes: int = BLOCK_BYTES) -> "ra
     return _read(inputs, block_bytes)
 
 
-def _read(inputs: list[InputPath], block_bytes: int = BLOCK_BYTES) -> "ray.data.Dataset":
+def _read(inputs: list[InputPath], block_bytes: int = BLOCK_BYTES, messages_column: str = "messages",
+          json_column: str = "conversation_json") -> "ray.data.Dataset":
     ctx = ray.data.DataContext.get_current()
     # Ray merges the blocks a task yields up to this size (128 MiB by default): one block, one task,
     # one core for a whole file. Blocks of block_bytes are what spreads a file over the cluster.
     ctx.target_max_block_size = min(ctx.target_max_block_size or block_bytes, max(block_bytes, 2**20 // 16))
     ctx.execution_options.preserve_order = True
-    return ray.data.read_datasource(JsonlLines(inputs, block_bytes), override_num_blocks=len(inputs),
+    return ray.data.read_datasource(JsonlLines(inputs, block_bytes, messages_column, json_column),
+                                    override_num_blocks=len(inputs),
                                     num_cpus=READ_CPUS)
 
 
@@ -320,32 +385,51 @@ def compact(ds: "ray.data.Dataset", settings: Settings | str, **options: Any) ->
 # ---------------------------------------------------------------- writing
 
 
-def _write_block(table: pa.Table, root: OutputRoot) -> pa.Table:
+def _write_block(table: pa.Table, root: OutputRoot, json_column: str = "conversation_json") -> pa.Table:
     outs = table.column("out").to_pylist()
     files, relatives, offsets = (table.column(c).to_pylist() for c in ("file", "relative", "offset"))
-    groups: dict[int, tuple[str, int, list[bytes]]] = {}
-    for f, rel, off, o in zip(files, relatives, offsets, outs):
-        if o is None:
+    groups: dict[int, tuple[str, int, list[int]]] = {}
+    for i, (f, rel, off) in enumerate(zip(files, relatives, offsets)):
+        if table.column("error")[i].as_py() is not None:
             continue
         if f not in groups:
             groups[f] = (rel, off, [])
-        groups[f][2].append(o)
-    local = isinstance(root.fs, pafs.LocalFileSystem)
-    for rel, first, chunks in groups.values():
-        target = root.dir_for(rel)
-        name = f"{target}/part-{first:016d}.jsonl"
-        if local:
-            root.fs.create_dir(target, recursive=True)
-            tmp = f"{target}/.part-{first:016d}.{uuid.uuid4().hex[:8]}.partial"
-            with root.fs.open_output_stream(tmp) as fh:
-                for c in chunks:
-                    fh.write(c)
-            root.fs.move(tmp, name)  # atomic: a reader never sees half a part
+        groups[f][2].append(i)
+    for rel, first, rows in groups.values():
+        if is_parquet(rel):
+            _put(root, rel, f"part-{first:016d}.parquet", _parquet_part(table, rows, outs, json_column))
         else:
-            with root.fs.open_output_stream(name) as fh:  # an object appears whole when the upload completes
-                for c in chunks:
-                    fh.write(c)
-    return table.drop_columns(["out"])
+            chunks = [outs[i] for i in rows if outs[i] is not None]
+            if chunks:
+                _put(root, rel, f"part-{first:016d}.jsonl", b"".join(chunks))
+    return table.select(["file", "source", "relative", "line", "offset", "error", "item", "node"])
+
+
+def _parquet_part(table: pa.Table, rows: list[int], outs: list[bytes | None], json_column: str) -> bytes:
+    """The rows' carried columns and the compacted record as JSON text (lossless)."""
+    import pyarrow.parquet as pq
+
+    part = table.take(pa.array(rows, pa.int64()))
+    carried = [c for c in part.column_names if c.startswith(CARRIED)]
+    out = part.select(carried).rename_columns([c[len(CARRIED):] for c in carried])
+    texts = [None if outs[i] is None else outs[i].decode("utf-8").removesuffix("\n") for i in rows]
+    out = out.append_column(json_column, pa.array(texts, pa.large_string()))
+    sink = pa.BufferOutputStream()
+    pq.write_table(out, sink)
+    return sink.getvalue().to_pybytes()
+
+
+def _put(root: OutputRoot, rel: str, name: str, data: bytes) -> None:
+    target = root.dir_for(rel)
+    if isinstance(root.fs, pafs.LocalFileSystem):
+        root.fs.create_dir(target, recursive=True)
+        tmp = f"{target}/.{name}.{uuid.uuid4().hex[:8]}.partial"
+        with root.fs.open_output_stream(tmp) as fh:
+            fh.write(data)
+        root.fs.move(tmp, f"{target}/{name}")  # atomic: a reader never sees half a part
+    else:
+        with root.fs.open_output_stream(f"{target}/{name}") as fh:  # an object appears whole when its upload completes
+            fh.write(data)
 
 
 def write_jsonl(ds: "ray.data.Dataset", output: str) -> "ray.data.Dataset":
@@ -374,6 +458,18 @@ def read_parts(output: str, relative: str) -> bytes:
         with fs.open_input_stream(p) as fh:
             data.append(fh.read())
     return b"".join(data)
+
+
+def read_parquet_parts(output: str, relative: str) -> pa.Table:
+    """The parts of a Parquet input, in order, as one table."""
+    import pyarrow.parquet as pq
+
+    fs, _ = _resolve(output)
+    tables = []
+    for p in part_files(output, relative):
+        with fs.open_input_file(p) as fh:
+            tables.append(pq.read_table(fh))
+    return pa.concat_tables(tables)
 
 
 # ---------------------------------------------------------------- a run
@@ -473,10 +569,14 @@ def plan(settings: Settings, inputs: list[str] | str, output: str | None,
 
 def run(settings: Settings | str, inputs: list[str] | str, output: str | None = None, *,
         report_path: str | None = None, parameters: dict[str, Any] | None = None, quiet: bool = True,
-        emit: Callable[[str], None] | None = None, block_bytes: int = BLOCK_BYTES, **options: Any) -> RunResult:
+        emit: Callable[[str], None] | None = None, block_bytes: int = BLOCK_BYTES, messages_column: str = "messages",
+        json_column: str = "conversation_json", **options: Any) -> RunResult:
     """``xcompact COMMAND INPUT... -o OUTPUT --report REPORT`` on the connected Ray cluster (connect
     first, or one is started for the call). ``output``: a directory or URL prefix; each input's
-    output is ``OUTPUT/<name>/part-*.jsonl``. Returns the report (totals, exit code)."""
+    output is ``OUTPUT/<name>/part-*.jsonl``; a Parquet input's, ``OUTPUT/<name>/part-*.parquet``
+    (its columns, and the compacted record as JSON text in ``json_column``; the record is read
+    from ``json_column`` when the file has it, else from ``messages_column``: see
+    compactor_cli.parquet). Returns the report (totals, exit code)."""
     from .report import Report
 
     if isinstance(settings, str):
@@ -511,12 +611,12 @@ def run(settings: Settings | str, inputs: list[str] | str, output: str | None = 
         ctx.execution_options.preserve_order = True
         ctx.enable_progress_bars = not quiet and sys.stderr.isatty()
         logging.getLogger("ray.data").setLevel(logging.ERROR)  # stderr: xcompact's lines, not Ray's plan
-        ds = compact(_read(files, block_bytes), settings)
+        ds = compact(_read(files, block_bytes, messages_column, json_column), settings)
         if root is not None:
             ds = ds.map_batches(_write_block, batch_format="pyarrow", batch_size=None, zero_copy_batch=True,
-                                fn_kwargs={"root": root}, num_cpus=MAP_CPUS)
+                                fn_kwargs={"root": root, "json_column": json_column}, num_cpus=MAP_CPUS)
         else:
-            ds = ds.drop_columns(["out"])
+            ds = ds.select_columns(["file", "source", "relative", "line", "offset", "error", "item", "node"])
         report.files = len(files)
         for batch in ds.iter_batches(batch_format="pyarrow", batch_size=None):
             cols = {c: batch.column(c).to_pylist() for c in ("source", "item", "error", "node")}
@@ -524,6 +624,8 @@ def run(settings: Settings | str, inputs: list[str] | str, output: str | None = 
                 if error is not None:
                     report.add_file_error(source, error)
                     lines.error(source, error)
+                    continue
+                if item is None:  # a Parquet row without a record (null messages)
                     continue
                 result.nodes.add(node)
                 parsed = orjson.loads(item)
@@ -567,4 +669,4 @@ def run_cli(settings: Settings, *, inputs: list[str], output: str | None, report
 
 
 __all__ = ["BLOCK_BYTES", "COMMANDS", "JsonlLines", "RunResult", "compact", "connect", "expand_inputs", "part_files",
-           "read_jsonl", "read_parts", "run", "write_jsonl"]
+           "read_jsonl", "read_parquet_parts", "read_parts", "run", "write_jsonl"]

@@ -62,7 +62,9 @@ class TwoNodeCluster:
     exactly the process groups it started (never ``ray stop``)."""
 
     def __init__(self, env: dict[str, str] | None = None, cpus_per_node: int = 1,
-                 object_store_mb: int = 150, log_dir: str | None = None) -> None:
+                 object_store_mb: int = 150, log_dir: str | None = None, nodes: int = 2) -> None:
+        assert nodes in (1, 2)
+        self.nodes = nodes
         self.env = ray_env(env)
         self.cpus, self.store = cpus_per_node, object_store_mb * 2**20
         self.procs: list[subprocess.Popen] = []
@@ -91,8 +93,9 @@ class TwoNodeCluster:
             self._spawn(["--head", "--port", str(gcs), "--include-dashboard", "false", "--dashboard-port", str(dash),
                          *self._node_args("127.0.0.2")], "head")
             self._wait(deadline, 1)
-            self._spawn(["--address", self.address, *self._node_args("127.0.0.3")], "worker")
-            self._wait(deadline, 2)
+            if self.nodes == 2:
+                self._spawn(["--address", self.address, *self._node_args("127.0.0.3")], "worker")
+                self._wait(deadline, 2)
         except BaseException:
             self.stop()
             raise
@@ -359,3 +362,25 @@ def test_parquet_messages_lose_arrows_nulls_and_compact_as_the_cli(runner, tmp_p
     parquet.compact_parquet(str(tmp_path / "out.parquet"), str(tmp_path / "restored.parquet"), "restore")
     restored = pq.read_table(tmp_path / "restored.parquet").column("conversation_json").to_pylist()
     assert [t.encode() + b"\n" for t in restored] == lines
+
+
+def test_parquet_through_ray_is_the_local_parquet_output(cluster, tmp_path):
+    """A Parquet input on Ray: rows in order, other columns carried, the record as JSON text,
+    the same as compactor_cli.parquet (itself the CLI's bytes, above), and the same report."""
+    import pyarrow.parquet as pq
+
+    from compactor_cli import parquet
+
+    table, _ = hub_table(40)
+    src = tmp_path / "in" / "hub.parquet"
+    src.parent.mkdir()
+    pq.write_table(table, src, row_group_size=7)
+    local = parquet.compact_parquet(str(src), str(tmp_path / "local.parquet"), "toolcall", keep=1,
+                                    report_path=str(tmp_path / "local.json"))
+    result = xray.run("toolcall", [str(tmp_path / "in")], str(tmp_path / "out"), keep=1, block_bytes=16 * 1024,
+                      report_path=str(tmp_path / "ray.json"))
+    assert len(xray.part_files(str(tmp_path / "out"), "hub.parquet")) > 1
+    assert xray.read_parquet_parts(str(tmp_path / "out"), "hub.parquet") == pq.read_table(tmp_path / "local.parquet")
+    ours, theirs = (json.loads((tmp_path / n).read_text()) for n in ("ray.json", "local.json"))
+    assert [{**i, "source": "x"} for i in ours["items"]] == [{**i, "source": "x"} for i in theirs["items"]]
+    assert ours["totals"] == theirs["totals"] and result.exit_code == local.exit_code == 0
