@@ -248,7 +248,7 @@ def _native_messages(msgs: list[dict]) -> list[dict]:
         if m.get("role") == "tool":
             block = dict(memo["b"])
             if memo.get("no") and m.get("content") is None:
-                del block["content"]
+                block.pop("content", None)
             else:
                 block["content"] = m.get("content")
             group.append((memo["p"], block))  # type: ignore[union-attr]

@@ -258,3 +258,138 @@ def read_claude_code(events: Iterable[tuple[int, Any]], source: str | None = Non
     if sidechain_file:
         r.src["sidechain"] = True
     return r.finish(events[-1][0])
+
+
+# ---------------------------------------------------------------- as an Anthropic request
+
+def read_claude_code_anthropic(events: Iterable[tuple[int, Any]], source: str | None = None) -> tuple[dict, list[str]]:
+    """(Anthropic request ``{"messages", "source"}``, notes) of a session: Claude Code logs are
+    Messages API content, so blocks stay as they are (signed thinking included). Assistant
+    events of one ``message.id`` are one message; the tool results that answer it are the next
+    user message (results first, then any text); consecutive messages of one role are merged
+    so roles alternate. Skipped events, provenance and repairs as for the OpenAI reading."""
+    events = list(events)
+    if not events:
+        raise fail("empty Claude Code session: no events")
+    dialogue = [e for _, e in events if isinstance(e, dict) and e.get("type") in ("user", "assistant")]
+    sidechain_file = bool(dialogue) and not any(not e.get("isSidechain") for e in dialogue)
+    out: list[dict] = []
+    lines: list[int] = []
+    src: dict[str, Any] = {"format": "claude-code", "file": source}
+    skipped: dict[str, int] = {}
+    unanswered: list[str] = []
+    orphans: list[str] = []
+    boundaries: list[dict] = []
+    cur_id: Any = None
+    cur_msg: dict | None = None
+    open_calls: dict[str, None] = {}
+
+    def close(line: int) -> None:
+        nonlocal cur_id
+        if open_calls:
+            blocks = [{"type": "tool_result", "tool_use_id": cid, "content": NO_RESULT, "is_error": True}
+                      for cid in open_calls]
+            unanswered.extend(open_calls)
+            open_calls.clear()
+            _add(out, lines, "user", blocks, line, results=True)
+        cur_id = None
+
+    for n, e in events:
+        if not isinstance(e, dict):
+            raise fail(f"line {n}: a Claude Code event must be an object, got {type_name(e)}")
+        if "sessionId" in e and "session_id" not in src:
+            src["session_id"] = e["sessionId"]
+        t = e.get("type")
+        if t in ("user", "assistant"):
+            if e.get("isSidechain") and not sidechain_file:
+                skipped["sidechain events"] = skipped.get("sidechain events", 0) + 1
+                continue
+            msg = e.get("message")
+            if not isinstance(msg, dict):
+                raise fail(f"line {n}: a {t} event needs a 'message' object")
+            content = msg.get("content")
+            if isinstance(content, str):
+                blocks = [{"type": "text", "text": content}]
+            elif isinstance(content, list):
+                blocks = [b for b in content if isinstance(b, dict)]
+            else:
+                raise fail(f"line {n}: a message's content must be a string or a list of blocks")
+            if t == "assistant":
+                mid = msg.get("id")
+                if mid is None or mid != cur_id or cur_msg is None:
+                    close(n)
+                    cur_id = mid
+                    _add(out, lines, "assistant", [], n)
+                    cur_msg = out[-1]
+                cur_msg["content"].extend(blocks)
+                for b in blocks:
+                    if b.get("type") == "tool_use" and isinstance(b.get("id"), str):
+                        open_calls[b["id"]] = None
+                continue
+            results = [b for b in blocks if b.get("type") == "tool_result"]
+            others = [b for b in blocks if b.get("type") != "tool_result"]
+            mine = [b for b in results if b.get("tool_use_id") in open_calls]
+            stray = [b for b in results if b.get("tool_use_id") not in open_calls]
+            if mine:
+                for b in mine:
+                    del open_calls[b["tool_use_id"]]
+                _add(out, lines, "user", mine, n, results=True)
+            if stray or others:
+                close(n)
+                cur_msg = None
+                for b in stray:
+                    orphans.append(str(b.get("tool_use_id")))
+                    body = b.get("content")
+                    text = body if isinstance(body, str) else "\n".join(
+                        x.get("text", "") for x in body or () if isinstance(x, dict))
+                    others.insert(0, {"type": "text", "text": f"[tool result {b.get('tool_use_id')}]\n{text}"})
+                if isinstance(content, str) and not stray:
+                    _add(out, lines, "user", content, n)
+                else:
+                    _add(out, lines, "user", others, n)
+        elif t == "system" and e.get("subtype") == "compact_boundary":
+            meta = e.get("compactMetadata") or {}
+            boundaries.append({"line": n, "before_message": len(out), **{
+                k: meta[k] for k in ("trigger", "preTokens") if k in meta}})
+            skipped["system"] = skipped.get("system", 0) + 1
+        else:
+            key = str(t) if t is not None else "untyped"
+            skipped[key] = skipped.get(key, 0) + 1
+    close(events[-1][0])
+    src["lines"] = lines
+    if sidechain_file:
+        src["sidechain"] = True
+    if boundaries:
+        src["compact_boundaries"] = boundaries
+    if skipped:
+        src["skipped"] = dict(sorted(skipped.items()))
+    notes = []
+    if unanswered:
+        src["unanswered"] = unanswered
+        notes.append(f"{len(unanswered)} tool calls without a result in the log got the result {NO_RESULT!r}")
+    if orphans:
+        src["orphan_results"] = orphans
+        notes.append(f"{len(orphans)} tool results without their call became text")
+    if notes:
+        src["notes"] = notes
+    return {"messages": out, SOURCE_KEY: src}, notes
+
+
+def _add(out: list, lines: list, role: str, content: Any, line: int, results: bool = False) -> None:
+    """Append content to the conversation, merging into the last message when it has the same
+    role (tool results go before any text of that message)."""
+    if out and out[-1]["role"] == role:
+        last = out[-1]
+        if isinstance(last["content"], str):
+            last["content"] = [{"type": "text", "text": last["content"]}]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+        if results:
+            k = 0
+            while k < len(last["content"]) and last["content"][k].get("type") == "tool_result":
+                k += 1
+            last["content"][k:k] = blocks
+        else:
+            last["content"].extend(blocks)
+        return
+    out.append({"role": role, "content": content if isinstance(content, str) else list(content)})
+    lines.append(line)

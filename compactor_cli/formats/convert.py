@@ -6,7 +6,7 @@ format and writing the same one gives the record back exactly. Every tool call a
 is carried; whatever a target cannot hold is said in the notes, never dropped silently (e.g.
 a signed Anthropic ``thinking`` block written to OpenAI keeps its text as ``reasoning_content``
 and loses its signature: "2 signed thinking blocks: text kept as reasoning_content, signature
-dropped").
+dropped"). A Claude Code log written as Anthropic keeps its content blocks as they are.
 """
 
 from __future__ import annotations
@@ -368,6 +368,12 @@ def convert(dump: dict, codec: Any, to: str) -> tuple[Any, list[str]]:
     notes = Notes()
     if to == codec.format and not codec.lossy:
         return codec.to_native(dump), []
+    if codec.format == "claude-code" and to == "anthropic":
+        # Claude Code logs hold Messages API content: kept block for block (signed thinking too)
+        from .claude_code import read_claude_code_anthropic
+
+        src = dump.get("source") or {}
+        return read_claude_code_anthropic(codec.original, src.get("file"))
     plain = to_plain_openai(dump, codec.format, notes)
     if to == "openai":
         native: Any = plain

@@ -1,7 +1,7 @@
 """Which format a record is in, from its shape alone (``--from auto``).
 
 Every format has marks no other has: the log formats their own top-level keys or line types;
-among the request formats, OpenAI chat has ``tool``/``function``/``developer`` roles,
+among the request formats, OpenAI chat has ``tool``/``function`` roles,
 ``tool_calls``, ``tool_call_id`` and ``image_url`` parts; Anthropic has a top-level ``system``
 and ``tool_use``/``tool_result``/``thinking``/``document``... blocks and ``image`` blocks with a
 ``source``; Responses has ``input``/``instructions`` and typed items (``function_call``,
@@ -25,7 +25,7 @@ NAMES = {
     "codex": "a Codex CLI rollout", "swe-agent": "a SWE-agent trajectory (.traj)",
     "mini-swe-agent": "a mini-swe-agent trajectory", "sharegpt": "a ShareGPT record",
 }
-_OPENAI_ROLES = ("tool", "function", "developer")
+_OPENAI_ROLES = ("tool", "function")
 _OPENAI_PARTS = ("image_url", "input_audio", "file")
 
 

@@ -126,7 +126,8 @@ class OpenAICodec(Codec):
 
     def to_native(self, dump: dict) -> Any:
         new = dump
-        if self.legacy:
+        if self.legacy or any(type(m) is dict and MSG_KEY in m for m in new["messages"]):
+            # legacy messages (also those a restore brought back from the archive) in their own shape
             new = {**new, "messages": _legacy_back(new["messages"])}
         if self.out_shape == "list" and list(new.keys()) != ["messages"]:
             meta = new.get(META_KEY) if isinstance(new.get(META_KEY), dict) else {}

@@ -264,7 +264,7 @@ def message_items(m: dict) -> list[dict]:
     if "item" in memo:
         item = dict(memo["item"])
         if memo.get("no") and m.get("content") is None:
-            del item["output"]
+            item.pop("output", None)
         else:
             item["output"] = m.get("content")
         return list(memo.get("pre") or ()) + [item]

@@ -6,14 +6,17 @@ start where the record's own format allows:
 
 - OpenAI dumps (no native memory on the messages): unchanged, as today.
 - Anthropic: the kept part starts with a user message that holds no tool results (the first
-  internal part of a native user message), so the written request starts with a user message,
-  keeps alternating and every tool_use stays with its tool_result.
+  internal part of a native user message), or with an assistant message when it holds no user
+  message and the user message the cut force-keeps is such a whole one (a long tool loop after
+  one prompt can be cut anywhere between its turns): the written request starts with a user
+  message, keeps alternating and every tool_use stays with its tool_result.
 - Responses: the kept part does not start with a tool output, and no output it keeps answers a
   call it does not keep (outputs need not follow their call directly in Responses input).
   Reasoning items travel inside the message of the item they precede, so they always follow it.
 
 For every format: a kept tool result whose call would be summarised away moves the cut to that
-call. A cut that reaches the start leaves nothing to summarise (NOTHING_TO_CONDENSE).
+call. A cut that reaches the start leaves nothing to summarise (NOTHING_TO_CONDENSE). With
+``--keep-recent 0`` an Anthropic conversation keeps at least its last message.
 """
 
 from __future__ import annotations
@@ -53,17 +56,40 @@ def _anthropic_start(m: dict) -> bool:
     return "m" in memo or memo.get("k") == 0
 
 
+def _anthropic_ok(messages: list[dict], cut: int, start: int) -> bool:
+    """Can the kept part start at ``cut`` in an Anthropic conversation? Either with a user message
+    that starts its native message and holds no tool results, or with an assistant message when
+    nothing kept is a user message and the user message the cut then force-keeps (the last one
+    summarised) is such a whole message: it goes first, so the request still starts with a user
+    message and alternates."""
+    m = messages[cut]
+    if m.get("role") == "user":
+        return _anthropic_start(m)
+    if m.get("role") != "assistant":
+        return False
+    if any(x.get("role") == "user" for x in messages[cut:]):
+        return False
+    for j in range(cut - 1, start - 1, -1):
+        if messages[j].get("role") == "user":
+            return _anthropic_start(messages[j])
+    return False
+
+
 def adjust_cut(messages: list[dict], cut: int, start: int = 0) -> int:
     """The cut moved earlier (never later) until the kept part starts where the format allows."""
     n = len(messages)
-    if not (start < cut < n):
+    if not start < cut <= n:
         return cut
-    fmt = _format_of(messages[cut])
+    fmt = _format_of(messages[cut] if cut < n else messages[n - 1])
     if fmt is None or fmt == "openai-function":
         return cut
+    if cut == n:
+        if fmt != "anthropic":
+            return cut  # nothing kept: the force-kept user message is a whole item
+        cut -= 1  # Anthropic: keep at least the last message, so the force-kept one is whole
     while start < cut:
         m = messages[cut]
-        if m.get("role") == "tool" or (fmt == "anthropic" and not _anthropic_start(m)):
+        if m.get("role") == "tool" or (fmt == "anthropic" and not _anthropic_ok(messages, cut, start)):
             cut -= 1
             continue
         back = _orphaned(messages, cut, start)
