@@ -44,13 +44,10 @@ def _choose_cut_point_patched(messages, keep_recent=16):
     cut = formats.adjust_cut(messages, cut, start)  # the patch
     head = list(range(start, cut))
     kept = list(range(cut, n))
-    forced = None
-    if head and not any(messages[i].get("role") == "user" for i in kept):
-        users = [i for i in head if messages[i].get("role") == "user"]
-        if users:
-            forced = users[-1]
-            head.remove(forced)
-            kept.insert(0, forced)
+    forced = formats.forced_user(messages, head, kept)  # the patch
+    if forced is not None:
+        head.remove(forced)
+        kept.insert(0, forced)
     return Cut(system, head, kept, forced)
 
 
@@ -372,17 +369,15 @@ def test_any_mix_of_tiers_restores_exactly(fmt, patched_cut):
     check()
 
 
-def test_keep_recent_for_matches_the_patched_cut():
-    @SETTINGS
-    @given(anthropic_requests(), st.integers(0, 8))
-    def check(obj, keep_recent):
-        dump, _ = read_as(obj, "anthropic")
-        messages = dump["messages"]
-        patched = _choose_cut_point_patched(messages, keep_recent)
-        from compactor_cli.summarize import choose_cut_point
+def test_the_patched_cut_is_todays_cut_for_openai_dumps():
+    from compactor_cli.summarize import choose_cut_point
+    from strategies import conversations
 
-        today = choose_cut_point(messages, formats.keep_recent_for(dump, keep_recent))
-        assert today.head == patched.head and today.kept == patched.kept
+    @SETTINGS
+    @given(conversations(), st.integers(0, 10))
+    def check(dump, keep_recent):
+        assert _choose_cut_point_patched(dump["messages"], keep_recent) == choose_cut_point(dump["messages"],
+                                                                                             keep_recent)
 
     check()
 

@@ -27,7 +27,7 @@ from ..errors import InvalidInputError
 from .base import DUMP_KEY, FILE_LEVEL, FORMATS, LOG_FORMATS, MSG_KEY, REQUEST_FORMATS, SOURCE_KEY, Codec, LogCodec
 
 __all__ = ["DUMP_KEY", "FILE_LEVEL", "FORMATS", "FROM_CHOICES", "LOG_FORMATS", "MSG_KEY", "REQUEST_FORMATS",
-           "SOURCE_KEY", "Codec", "adjust_cut", "detect_format", "file_format", "iter_records", "keep_recent_for",
+           "SOURCE_KEY", "Codec", "adjust_cut", "detect_format", "file_format", "forced_user", "iter_records",
            "parse_record", "read", "read_file"]
 
 FROM_CHOICES = ("auto",) + FORMATS
@@ -39,10 +39,10 @@ def adjust_cut(messages: list[dict], cut: int, start: int = 0) -> int:
     return _adjust(messages, cut, start)
 
 
-def keep_recent_for(dump: dict, keep_recent: int) -> int:
-    from .rules import keep_recent_for as _keep
+def forced_user(messages: list[dict], head: list[int], kept: list[int]) -> int | None:
+    from .rules import forced_user as _forced
 
-    return _keep(dump, keep_recent)
+    return _forced(messages, head, kept)
 
 
 def detect_format(obj: Any) -> str:

@@ -161,7 +161,9 @@ def convert(inputs: tuple[str, ...], from_format: str, to_format: str, output: s
                "parameters": {"from": from_format, "to": to_format, "strict": strict}, "items": items,
                "totals": {"files": len(plan.targets), "conversations": len(items) - file_errors,
                           "statuses": dict(sorted(statuses.items())), "failed": failed + file_errors,
-                          "file_errors": file_errors, "warnings": warned},
+                          "file_errors": file_errors, "warnings": warned, "reclaimed_count": 0,
+                          "mean_reclaimed_fraction": 0.0, "total_reclaimed_fraction": 0.0, "tokens_before": None,
+                          "tokens_after": None, "notes": []},
                "exit_code": code}
         data = orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
         if report_path == "-":

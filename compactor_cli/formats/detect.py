@@ -16,8 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 from . import claude_code, codex, mini_swe_agent, sharegpt, swe_agent
-from .anthropic import SIGNAL_BLOCKS
-from .responses import ITEM_TYPES, PART_TYPES
+from .anthropic import SIGNAL_BLOCKS as _SIGNAL_BLOCKS
+from .responses import ITEM_TYPES as _ITEM_TYPES
+from .responses import PART_TYPES as _PART_TYPES
+
+SIGNAL_BLOCKS, ITEM_TYPES, PART_TYPES = frozenset(_SIGNAL_BLOCKS), frozenset(_ITEM_TYPES), frozenset(_PART_TYPES)
 
 NAMES = {
     "openai": "OpenAI chat-completions messages", "anthropic": "an Anthropic Messages request",
@@ -25,8 +28,8 @@ NAMES = {
     "codex": "a Codex CLI rollout", "swe-agent": "a SWE-agent trajectory (.traj)",
     "mini-swe-agent": "a mini-swe-agent trajectory", "sharegpt": "a ShareGPT record",
 }
-_OPENAI_ROLES = ("tool", "function")
-_OPENAI_PARTS = ("image_url", "input_audio", "file")
+_OPENAI_ROLES = frozenset({"tool", "function"})
+_OPENAI_PARTS = frozenset({"image_url", "input_audio", "file"})
 
 
 class Ambiguous(Exception):
@@ -36,31 +39,35 @@ class Ambiguous(Exception):
 
 
 def _message_marks(messages: list) -> set[str]:
-    """The request formats whose marks the messages bear."""
+    """The request formats whose marks the messages bear (hot path: every record of a run)."""
     marks: set[str] = set()
+    openai = False
     for m in messages:
         if type(m) is not dict:
             continue
-        role = m.get("role")
-        if role in _OPENAI_ROLES or "tool_calls" in m or "tool_call_id" in m or "function_call" in m:
-            marks.add("openai")
+        if not openai and (m.get("role") in _OPENAI_ROLES or "tool_calls" in m or "tool_call_id" in m
+                           or "function_call" in m):
+            openai = True
         t = m.get("type")
-        if type(t) is str and ("role" not in m or t != "message") and t in ITEM_TYPES:
-            marks.add("responses")
-        elif t == "message" and "role" in m:
-            marks.add("responses")
+        if t is not None and type(t) is str:
+            if "role" not in m and t in ITEM_TYPES or t == "message" and "role" in m:
+                marks.add("responses")
         content = m.get("content")
         if type(content) is list:
             for p in content:
                 if type(p) is not dict:
                     continue
                 pt = p.get("type")
+                if pt == "text":
+                    continue
                 if pt in SIGNAL_BLOCKS or (pt == "image" and "source" in p):
                     marks.add("anthropic")
                 elif pt in _OPENAI_PARTS:
-                    marks.add("openai")
+                    openai = True
                 elif pt in PART_TYPES:
                     marks.add("responses")
+    if openai:
+        marks.add("openai")
     return marks
 
 

@@ -1,15 +1,17 @@
-"""Where the tier-2 cut may fall, per format: one function the cut calls.
+"""Where the tier-2 cut may fall, per format: two functions the cut calls.
 
 ``summarize.choose_cut_point`` puts the cut ``keep_recent`` messages from the end and moves it
 earlier past tool results. ``adjust_cut`` then moves it earlier again until the kept messages
-start where the record's own format allows:
+start where the record's own format allows, and ``forced_user`` says which user message of the
+head is kept first (for OpenAI dumps exactly as before: the last one, when the kept part holds
+none):
 
 - OpenAI dumps (no native memory on the messages): unchanged, as today.
 - Anthropic: the kept part starts with a user message that holds no tool results (the first
-  internal part of a native user message), or with an assistant message when it holds no user
-  message and the user message the cut force-keeps is such a whole one (a long tool loop after
-  one prompt can be cut anywhere between its turns): the written request starts with a user
-  message, keeps alternating and every tool_use stays with its tool_result.
+  internal part of a native user message), or with an assistant message, and then the last
+  such user message of the head is force-kept first (``forced_user``; a long tool loop can be
+  cut between any two of its turns): the written request starts with a user message, keeps
+  alternating and every tool_use stays with its tool_result.
 - Responses: the kept part does not start with a tool output, and no output it keeps answers a
   call it does not keep (outputs need not follow their call directly in Responses input).
   Reasoning items travel inside the message of the item they precede, so they always follow it.
@@ -57,22 +59,16 @@ def _anthropic_start(m: dict) -> bool:
 
 
 def _anthropic_ok(messages: list[dict], cut: int, start: int) -> bool:
-    """Can the kept part start at ``cut`` in an Anthropic conversation? Either with a user message
-    that starts its native message and holds no tool results, or with an assistant message when
-    nothing kept is a user message and the user message the cut then force-keeps (the last one
-    summarised) is such a whole message: it goes first, so the request still starts with a user
-    message and alternates."""
+    """Can the kept part start at ``cut`` in an Anthropic conversation? With a user message that
+    starts its native message and holds no tool results; or with an assistant message when the
+    head has such a user message, which the cut then force-keeps first (forced_user), so the
+    request still starts with a user message and alternates."""
     m = messages[cut]
     if m.get("role") == "user":
         return _anthropic_start(m)
     if m.get("role") != "assistant":
         return False
-    if any(x.get("role") == "user" for x in messages[cut:]):
-        return False
-    for j in range(cut - 1, start - 1, -1):
-        if messages[j].get("role") == "user":
-            return _anthropic_start(messages[j])
-    return False
+    return any(messages[j].get("role") == "user" and _anthropic_start(messages[j]) for j in range(start, cut))
 
 
 def adjust_cut(messages: list[dict], cut: int, start: int = 0) -> int:
@@ -99,14 +95,19 @@ def adjust_cut(messages: list[dict], cut: int, start: int = 0) -> int:
     return cut
 
 
-def keep_recent_for(dump: dict, keep_recent: int) -> int:
-    """The ``keep_recent`` that makes today's ``choose_cut_point`` (which does not call
-    adjust_cut yet) cut where adjust_cut would: for library callers of summarize_dump and
-    compact_dump on native formats until the cut calls adjust_cut itself."""
-    messages = dump["messages"]
-    n = len(messages)
-    start = 1 if messages and messages[0].get("role") == "system" else 0
-    cut = max(start, n - max(keep_recent, 0))
-    while start < cut < n and messages[cut].get("role") == "tool":
-        cut -= 1
-    return n - adjust_cut(messages, cut, start)
+def forced_user(messages: list[dict], head: list[int], kept: list[int]) -> int | None:
+    """The head's user message to keep first, or None. As always for OpenAI dumps (and
+    Responses): the last user message of the head when the kept part holds none. Anthropic: the
+    last user message of the head that starts its native message and holds no tool results,
+    when the kept part starts with an assistant message (adjust_cut made sure there is one)."""
+    if not head:
+        return None
+    if kept and _format_of(messages[kept[0]]) == "anthropic":
+        if messages[kept[0]].get("role") == "user":
+            return None
+        users = [i for i in head if messages[i].get("role") == "user" and _anthropic_start(messages[i])]
+        return users[-1] if users else None
+    if any(messages[i].get("role") == "user" for i in kept):
+        return None
+    users = [i for i in head if messages[i].get("role") == "user"]
+    return users[-1] if users else None
