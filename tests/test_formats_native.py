@@ -270,6 +270,9 @@ def restore_exact(native, fmt, original):
     back = codec.to_native(restore_details(dump).dump)
     assert back == original
     assert orjson.dumps(back) == orjson.dumps(original)  # keys in their order too
+    again, codec2 = cycle(back, fmt)  # restoring a restored record changes nothing
+    details = restore_details(again)
+    assert details.restored == 0 and codec2.to_native(details.dump) == original
 
 
 def tier1(native, fmt, keep):
