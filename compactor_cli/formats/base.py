@@ -20,7 +20,7 @@ message came from); they are written as OpenAI dumps.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
@@ -98,10 +98,3 @@ class LogCodec(Codec):
 
     def to_native(self, dump: dict) -> Any:
         return dump
-
-
-Reader = Callable[..., tuple[dict, list[str]]]
-
-
-def problems_first(fatal: list[Problem], warnings: list[Problem]) -> list[Problem]:
-    return fatal if fatal else warnings

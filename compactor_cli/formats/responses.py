@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..conversation import META_KEY, Problem, check_messages_shape, check_owned_keys
-from .base import DUMP_KEY, MSG_KEY, OWNED_KEYS, Codec, fail, jdump, jload, type_name
+from .base import DUMP_KEY, MSG_KEY, Codec, fail, jdump, jload, type_name
 
 FMT = "responses"
 ROLES = ("user", "assistant", "system", "developer")
