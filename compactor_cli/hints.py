@@ -40,12 +40,20 @@ def _foreign_format(obj: Any) -> str | None:
     return None
 
 
+_FROM = {"an OpenAI Responses item list": "responses", "a Claude Code session log line": "claude-code",
+         "a Codex CLI rollout line": "codex", "a SWE-agent trajectory (.traj)": "swe-agent",
+         "a mini-swe-agent trajectory": "mini-swe-agent", "a ShareGPT record": "sharegpt",
+         "an OpenAI Responses request": "responses"}
+
+
 def hint_for(raw: bytes, message: str) -> str | None:
     """A hint for the error ``message`` of the record ``raw``, or None."""
     if message.startswith("broken JSON"):
         head = raw.strip()
         if head in (b"{", b"[") or head.startswith((b'"', b"}", b"]")):
             return DOCUMENT_HINT
+        return None
+    if "--from" in message:  # formats.detect_format named the format already
         return None
     if "no 'messages' key" in message or "expected a dumps() object" in message:
         try:
@@ -54,5 +62,5 @@ def hint_for(raw: bytes, message: str) -> str | None:
             return None
         found = _foreign_format(obj)
         if found:
-            return f"it looks like {found}, which xcompact does not read yet; convert it to OpenAI chat messages"
+            return f"it looks like {found}: read it with --from {_FROM[found]}"
     return None

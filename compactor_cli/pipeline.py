@@ -17,9 +17,10 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Union
 
-from .conversation import META_KEY, check_conversation, denormalize_record, estimated_message_length
+from .conversation import estimated_message_length
 from .errors import BackendError, InvalidInputError
-from .files import Record, dump_bytes, lossless_problems, parse_record
+from .files import Record, dump_bytes, lossless_problems
+from .formats import Codec, parse_record
 from .hints import hint_for
 from .settings import Settings
 from .status import Status
@@ -80,44 +81,29 @@ def op_validate(dump: dict, settings: Settings) -> Result:
 OPERATIONS: dict[str, Transform] = {"toolcall": op_toolcall, "restore": op_restore, "validate": op_validate}
 
 
-def _output_shape(dump: dict, shape: str) -> str:
-    meta = dump.get(META_KEY)
-    if isinstance(meta, dict) and meta.get("input_form") == "list":
-        return "list"
-    return shape
-
-
-def _serialise(new: dict, shape: str, form: str, exact: bool) -> bytes:
-    """Keep the input's shape; a list that now carries originals becomes an object that
-    remembers it was a list, so restore can give the list back."""
-    if shape == "list" and list(new.keys()) != ["messages"]:
-        meta = new.get(META_KEY) if isinstance(new.get(META_KEY), dict) else {}
-        new = {"messages": new["messages"], **{k: v for k, v in new.items() if k not in ("messages", META_KEY)},
-               META_KEY: {**meta, "input_form": "list"}}
-    return dump_bytes(denormalize_record(new, shape), form, exact)
-
-
 class _NeedsExact(Exception):
     """The fast parse lost a value of a record that is being rewritten: redo it losslessly."""
 
 
-def _prepare(rec: Record, settings: Settings, exact: bool) -> tuple[dict, str, str, list[str]]:
-    """(dump, the shape to write, the input's shape, warnings), or InvalidInputError."""
+def _prepare(rec: Record, settings: Settings, exact: bool) -> tuple[dict, Codec, list[str]]:
+    """(dump, the codec that reads and writes the record's format, warnings), or InvalidInputError.
+    The codec keeps the input's shape too: a bare list that now carries originals becomes an
+    object that remembers it was a list, so restore can give the list back."""
     try:
-        dump, shape = parse_record(rec.raw, exact)
+        dump, codec = parse_record(rec.raw, settings.input_format, exact, rec.source, rec.line)
     except InvalidInputError as exc:
         hint = hint_for(rec.raw, str(exc))
         if hint:
             raise InvalidInputError(f"{exc}; {hint}") from None
         raise
-    problems = check_conversation(dump)
+    problems = codec.problems(dump)
     fatal = [p for p in problems if p.fatal or settings.strict]
     if fatal:
         p = fatal[0]
         more = f" (+{len(fatal) - 1} more)" if len(fatal) > 1 else ""
         hint = "; run without --strict to compact it anyway" if not p.fatal else ""
         raise InvalidInputError(p.message + more + hint, p.pointer)
-    return dump, _output_shape(dump, shape), shape, [str(p) for p in problems]
+    return dump, codec, [str(p) for p in problems]
 
 
 def _lossless(rec: Record, original: Any, exact: bool) -> list[str]:
@@ -138,13 +124,15 @@ def _duplicates_error(duplicates: list[str]) -> InvalidInputError:
                              "one of its values: remove the duplicate and run again")
 
 
-def _finish(rec: Record, settings: Settings, counter: TokenCounter | None, dump: dict, shape: str, in_shape: str,
+def _finish(rec: Record, settings: Settings, counter: TokenCounter | None, dump: dict, codec: Codec,
             warnings: list[str], result: Result, exact: bool) -> Outcome:
     new, status, fields = result
     changed = new is not dump
     if "warning" in fields:
         warnings = warnings + [fields.pop("warning")]
-    item: dict[str, Any] = {"source": rec.source, "line": rec.line, "status": status.value}
+    item: dict[str, Any] = {"source": rec.source, "line": rec.line, "status": status.value, "format": codec.format}
+    if codec.notes:  # what reading a log could not carry over
+        item["conversion_notes"] = codec.notes
     before, after = dump["messages"], new["messages"]
     item["messages_before"] = len(before)
     item["messages_after"] = len(after)
@@ -164,15 +152,15 @@ def _finish(rec: Record, settings: Settings, counter: TokenCounter | None, dump:
         item["warnings"] = warnings[:MAX_WARNINGS_LISTED]
         item["warning_count"] = len(warnings)
     out: bytes | None = None
-    if settings.write_output and changed:
-        duplicates = _lossless(rec, denormalize_record(dump, in_shape), exact)
+    if settings.write_output and (changed or codec.lossy):  # a log is written as the dump it was read into
+        duplicates = [] if codec.lossy else _lossless(rec, codec.original, exact)
         if duplicates:
             raise _duplicates_error(duplicates)
-        out = _serialise(new, shape, rec.form, exact)
+        out = dump_bytes(codec.to_native(new), rec.form, exact)
     elif settings.write_output:
         out = rec.raw  # unchanged: the bytes as read
-    elif settings.command == "validate":  # a record xcompact could not rewrite is not VALID
-        duplicates = _lossless(rec, denormalize_record(dump, in_shape), exact)
+    elif settings.command == "validate" and not codec.lossy:  # a record xcompact could not rewrite is not VALID
+        duplicates = _lossless(rec, codec.original, exact)
         if duplicates:
             warnings = warnings + [str(_duplicates_error(duplicates)).replace("; rewriting", ": rewriting")]
             item["warnings"] = warnings[:MAX_WARNINGS_LISTED]
@@ -190,10 +178,10 @@ def process_record(rec: Record, transform: Transform, settings: Settings, counte
     """Parse, check, transform and measure one record. A failed record is passed through
     byte for byte (``out`` is the raw input) so nothing is lost and JSONL lines stay aligned."""
     try:
-        dump, shape, in_shape, warnings = _prepare(rec, settings, exact)
+        dump, codec, warnings = _prepare(rec, settings, exact)
         result = transform(dump, settings)
         assert not inspect.isawaitable(result), "use process_record_async for coroutine transforms"
-        return _finish(rec, settings, counter, dump, shape, in_shape, warnings, result, exact)  # type: ignore[arg-type]
+        return _finish(rec, settings, counter, dump, codec, warnings, result, exact)  # type: ignore[arg-type]
     except _NeedsExact:
         return process_record(rec, transform, settings, counter, exact=True)
     except (InvalidInputError, BackendError) as exc:
@@ -204,11 +192,11 @@ async def process_record_async(rec: Record, transform: Transform, settings: Sett
                                counter: TokenCounter | None, exact: bool = False) -> Outcome:
     """process_record for transforms that await a model."""
     try:
-        dump, shape, in_shape, warnings = _prepare(rec, settings, exact)
+        dump, codec, warnings = _prepare(rec, settings, exact)
         result = transform(dump, settings)
         if inspect.isawaitable(result):
             result = await result
-        return _finish(rec, settings, counter, dump, shape, in_shape, warnings, result, exact)  # type: ignore[arg-type]
+        return _finish(rec, settings, counter, dump, codec, warnings, result, exact)  # type: ignore[arg-type]
     except _NeedsExact:
         return await process_record_async(rec, transform, settings, counter, exact=True)
     except (InvalidInputError, BackendError) as exc:

@@ -13,7 +13,8 @@ import time
 from typing import Any, Callable, Protocol
 
 from .errors import InvalidInputError, OutputError, UsageError
-from .files import Record, iter_records
+from .files import Record
+from .formats import file_format, iter_records
 from .journal import CHECKPOINT_SECONDS, Journal, fingerprint, journal_path
 from .parallel import (MODEL_COMMANDS, AsyncOutcomes, Outcomes, ParallelOutcomes, make_counter, make_transform,
                        serial_outcomes)
@@ -336,7 +337,8 @@ class _Batch:
                     last = time.monotonic()
 
             ranges = getattr(self.outcomes, "ranges", None)
-            if ranges is not None and src.lower().endswith(JSONL_SUFFIXES) and is_regular_input(src):
+            if ranges is not None and src.lower().endswith(JSONL_SUFFIXES) and is_regular_input(src) \
+                    and file_format(src, self.settings.input_format) is None:  # a whole-file log is one record
                 base, seen = start_line - 1, start > 0
                 for lo, hi, chunk in ranges(src, display, start):
                     for rel, end, outcome in chunk.records:
@@ -353,7 +355,8 @@ class _Batch:
                 if not seen:
                     raise InvalidInputError("empty file: expected one conversation per line (JSONL)")
             else:
-                for rec, outcome in self.outcomes(iter_records(src, display, start, start_line)):
+                for rec, outcome in self.outcomes(iter_records(src, display, self.settings.input_format, start,
+                                                               start_line)):
                     self.report.add(outcome.item)
                     self._warn(rec, outcome)
                     if bar is not None:

@@ -64,6 +64,7 @@ class Settings:
     policy: Policy | None = None  # compact
     check: bool = False  # compact --check
     backend: BackendConfig | None = None  # summarize, compact (not --check)
+    input_format: str = "auto"  # --from: one of formats.FORMATS, or auto (detected per record)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from .conversation import ARCHIVE_KEY, COUNTER_KEY, ORIGINALS_KEY, check_pairing, content_text
 from .errors import BackendError
+from .formats.rules import adjust_cut, forced_user
 from .restore import head_tool_counts, read_aliases, summarised_away_ids
 
 __all__ = ["ARCHIVE_KEY", "COUNTER_KEY", "Cut", "NotSmallerError", "build_summarised", "choose_cut_point",
@@ -41,23 +42,23 @@ class Cut:
 def choose_cut_point(messages: list[dict], keep_recent: int = DEFAULT_KEEP_RECENT) -> Cut:
     """The tail is the last ``keep_recent`` messages after the system message; the cut moves
     earlier until the tail does not start with a tool result (an assistant message with
-    tool_calls stays with all its results); the last user message is force-kept when the tail
-    would hold none."""
+    tool_calls stays with all its results) and, for a native format, until it starts where that
+    format allows (formats.adjust_cut); the last user message is force-kept when the tail would
+    hold none (an Anthropic request: when the tail starts with an assistant message, see
+    formats.forced_user)."""
     system = 0 if messages and messages[0].get("role") == "system" else None
     start = 1 if system == 0 else 0
     n = len(messages)
     cut = max(start, n - max(keep_recent, 0))
     while start < cut < n and messages[cut].get("role") == "tool":
         cut -= 1
+    cut = adjust_cut(messages, cut, start)  # the record's format (formats/rules.py); OpenAI dumps: as is
     head = list(range(start, cut))
     kept = list(range(cut, n))
-    forced = None
-    if head and not any(messages[i].get("role") == "user" for i in kept):
-        users = [i for i in head if messages[i].get("role") == "user"]
-        if users:
-            forced = users[-1]
-            head.remove(forced)
-            kept.insert(0, forced)
+    forced = forced_user(messages, head, kept)  # OpenAI dumps: the head's last user message if kept has none
+    if forced is not None:
+        head.remove(forced)
+        kept.insert(0, forced)
     return Cut(system, head, kept, forced)
 
 

@@ -17,7 +17,7 @@ from .sinks import file_identity, is_special, is_stdout
 
 STDIN = "-"
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
-INPUT_SUFFIXES = (".json",) + JSONL_SUFFIXES
+INPUT_SUFFIXES = (".json", ".traj") + JSONL_SUFFIXES
 
 
 @dataclass(frozen=True)
