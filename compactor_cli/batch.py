@@ -158,6 +158,17 @@ def build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) ->
     """Settings and report parameters from click's parameter values (what the CLI passes: every
     option of the command, by its click parameter name, already converted). ``explicit``: the
     parameters the user gave (openai-only options given to the extractive backend are refused)."""
+    configured = _build(command, values, explicit)
+    fmt = values.get("input_format") or "auto"
+    if fmt == "auto":
+        return configured
+    from dataclasses import replace
+
+    return Configured(command, replace(configured.settings, input_format=fmt),
+                      {**configured.parameters, "from": fmt}, configured.warnings)
+
+
+def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) -> Configured:
     v = values
     explicit = set(explicit)
     strict = v.get("strict", False)

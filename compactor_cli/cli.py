@@ -248,6 +248,7 @@ def restore(**kw: Any) -> None:
 
 @cli.command()
 @opt.inputs
+@opt.from_format
 @opt.report
 @opt.quiet
 @opt.strict
@@ -274,7 +275,9 @@ def validate(**kw: Any) -> None:
               help="With a repeated tool-call ID: the K-th result with that ID (default: the first).")
 @click.option("--line", "line_no", type=click.IntRange(min=1), default=None,
               help="JSONL: look only in the conversation on this line.")
-def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no: int | None) -> None:
+@opt.from_format
+def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no: int | None,
+            input_format: str) -> None:
     """Print the original content of a compacted tool result.
 
     A string is printed as it is; list-of-parts content is printed as JSON. When several
@@ -286,19 +289,19 @@ def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no:
     """
     import orjson
 
-    from .files import iter_records, parse_record
+    from .formats import iter_records, parse_record
     from .toolcall import extract_tool_result
 
     found = []
     errors = 0
     last_line = 0
     try:
-        for rec in iter_records(input_path):
+        for rec in iter_records(input_path, from_=input_format):
             last_line = rec.line or last_line
             if line_no is not None and rec.line not in (line_no, None):
                 continue
             try:
-                dump, _ = parse_record(rec.raw)
+                dump, _ = parse_record(rec.raw, input_format, source=rec.source, line=rec.line)
                 content, shared = extract_tool_result(dump, tool_call_id, occurrence)
                 found.append((rec, content, shared))
             except InvalidInputError as exc:
@@ -327,6 +330,11 @@ def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no:
     else:
         sys.stdout.buffer.write(orjson.dumps(content) + b"\n")
     sys.exit(EXIT_FAILED if errors else EXIT_OK)
+
+
+from .formats.convert_cmd import convert  # noqa: E402  (xcompact convert: formats/convert_cmd.py)
+
+cli.add_command(convert)
 
 
 def main() -> None:

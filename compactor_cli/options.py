@@ -6,6 +6,7 @@ from typing import Any, Callable
 
 import click
 
+from .formats.base import FORMATS
 from .tokens import DEFAULT_ENCODING
 from .toolcall import DEFAULT_KEEP
 
@@ -44,6 +45,11 @@ jobs = click.option("-j", "--jobs", type=click.IntRange(min=0), default=0, show_
                          "under 256 MiB). Output is the same for any -j.")
 resume = click.option("--resume", is_flag=True,
                       help="Continue an interrupted run with the same options from its last checkpoint.")
+from_format = click.option("--from", "--input-format", "input_format", type=click.Choice(("auto",) + FORMATS),
+                           default="auto", show_default=True,
+                           help="Format of the inputs; auto detects it per record (a Claude Code or Codex log per "
+                                "file). openai, anthropic and responses are written back in their format, logs as "
+                                "OpenAI dumps.")
 engine = click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
                       help="local: this machine (-j processes); ray: a Ray cluster (pip install 'xcompact[ray]'); "
                            "inputs and -o DIR may be s3:// or gs:// URLs, outputs are directories of ordered parts.")
@@ -54,7 +60,8 @@ address = click.option("--address", metavar="ADDR", default=None,
 
 def io_options(f: F) -> F:
     """Inputs, where outputs go, the report, scale: every command that writes conversations."""
-    for opt in reversed([inputs, output, in_place, report, quiet, strict, jobs, resume, engine, address, config]):
+    for opt in reversed([inputs, from_format, output, in_place, report, quiet, strict, jobs, resume, engine, address,
+                         config]):
         f = opt(f)
     return f
 

@@ -19,6 +19,7 @@ class Status(str, Enum):
     NOTHING_TO_RESTORE = "NOTHING_TO_RESTORE"  # restore: nothing stored to put back; written unchanged
     VALID = "VALID"  # validate: schema and structure hold
     INVALID_INPUT = "INVALID_INPUT"  # not a conversation xcompact accepts; written unchanged
+    CONVERTED = "CONVERTED"  # convert: written in the target format
 
     def __str__(self) -> str:  # so f-strings print the bare name
         return self.value
