@@ -5,7 +5,8 @@ field per tool-call ID, mixed ``content`` types abort the job) and ``read_text``
 U+2028/U+2029/U+0085 and reads each file whole, so neither is used. Here:
 
 - ``read_jsonl``: a streaming reader that splits on ``\\n`` only and never holds a whole file:
-  one read task per file reads it in 1 MiB chunks and yields blocks of about ``block_bytes``
+  one read task per file reads it in 1 MiB chunks (16 MiB ranged GETs from an object store) and
+  yields blocks of about ``block_bytes``
   (a record larger than that is a block of its own). Rows: ``file``, ``source``, ``relative``,
   ``line``, ``offset``, ``raw`` (the record's bytes, line end included), ``error`` (a file that
   cannot be read).
@@ -17,6 +18,10 @@ U+2028/U+2029/U+0085 and reads each file whole, so neither is used. Here:
   concatenated in name order, are the CLI's output file for it, byte for byte.
 - ``run``: all three plus the report (same items, totals and exit code as a CLI run), built on
   the driver in input order (``preserve_order``) and streamed to its file.
+- Parquet inputs (``.parquet``): one record per row (see ``compactor_cli.parquet``: read from the
+  ``messages`` list-of-structs column with Arrow's added nulls removed, which is lossy, or exactly
+  from a ``conversation_json`` column), written as ``part-<first row>.parquet`` holding the
+  other columns unchanged and the compacted record as JSON text (lossless).
 
 Paths are local or object-store URLs (``s3://``, ``gs://``, anything ``pyarrow.fs`` resolves);
 credentials and endpoints come from the environment of every Ray node (``AWS_ENDPOINT_URL``...).
@@ -47,10 +52,14 @@ from .files import Record
 from .settings import Settings
 from .targets import INPUT_SUFFIXES, JSONL_SUFFIXES
 
-#: Target size of a block of records (the unit of work of one task).
-BLOCK_BYTES = 4 * 2**20
-#: Bytes read from a file at a time.
+#: Target size of a block of records (the unit of work of one task). 16 MiB rather than 4: each task
+#: also pays scheduling and a block transfer, which 4 MiB tasks (~0.3 s of work) paid 12% more of
+#: on the two-node bench (bench/README.md).
+BLOCK_BYTES = 16 * 2**20
+#: Bytes read from a file at a time; from an object store each read is one ranged GET, so fewer,
+#: larger ones (moto's S3 server took 27 s for 200 MB in 1 MiB GETs, 1.8 s in 16 MiB ones).
 READ_CHUNK = 2**20
+REMOTE_READ_CHUNK = 16 * 2**20
 #: CPUs each task reserves. A read task mostly waits on I/O; with 0.25 + 0.75 a 1-CPU node runs a
 #: read beside a compaction task, and a 2-CPU node two compaction tasks beside it.
 READ_CPUS = 0.25
@@ -237,12 +246,28 @@ def _read_parquet_file(index: int, inp: InputPath, block_bytes: int, messages_co
         yield pa.concat_tables(pending)
 
 
-def _read_file(index: int, inp: InputPath, block_bytes: int) -> Iterator[pa.Table]:
+def _whole_file_log(inp: InputPath, input_format: str) -> bool:
+    """Is this input a Claude Code or Codex log, which the CLI reads as one record (``--from``,
+    or sniffed from its first line as the CLI does)?"""
+    from .formats import FILE_LEVEL, SNIFF_BYTES, _lines_format
+
+    if input_format in FILE_LEVEL:
+        return True
+    if input_format != "auto":
+        return False
+    with inp.fs.open_input_stream(inp.path) as fh:
+        head = fh.read(SNIFF_BYTES)
+    head = head[3:] if head.startswith(b"\xef\xbb\xbf") else head
+    return b"\n" in head.strip() and _lines_format(head) is not None
+
+
+def _read_file(index: int, inp: InputPath, block_bytes: int, input_format: str = "auto") -> Iterator[pa.Table]:
     """Stream one JSONL file: split on b"\\n" only (a raw U+2028 inside a string is not a line
-    end), skip blank lines as the CLI does, yield blocks of about ``block_bytes``."""
+    end), skip blank lines as the CLI does, yield blocks of about ``block_bytes``. A Claude Code
+    or Codex log is one conversation: its whole bytes are one record (line None), as in the CLI."""
     rows, size, records = _new_rows(), 0, 0
 
-    def add(line_no: int, offset: int, raw: bytes | None, error: str | None = None) -> None:
+    def add(line_no: int | None, offset: int, raw: bytes | None, error: str | None = None) -> None:
         for name, value in (("file", index), ("source", inp.source), ("relative", inp.relative), ("line", line_no),
                             ("offset", offset), ("raw", raw), ("error", error)):
             rows[name].append(value)
@@ -257,11 +282,18 @@ def _read_file(index: int, inp: InputPath, block_bytes: int) -> Iterator[pa.Tabl
             add(0, 0, None, "is a directory")
             yield _table(rows)
             return
+        if _whole_file_log(inp, input_format):
+            with inp.fs.open_input_stream(inp.path) as fh:
+                data = fh.read()
+            add(None, 0, data) if data.strip() else add(0, 0, None, "empty file: expected a conversation")
+            yield _table(rows)
+            return
+        read_size = READ_CHUNK if isinstance(inp.fs, pafs.LocalFileSystem) else REMOTE_READ_CHUNK
         with inp.fs.open_input_stream(inp.path) as fh:
             parts: list[bytes] = []
             line_no, offset = 0, 0
             while True:
-                chunk = fh.read(READ_CHUNK)
+                chunk = fh.read(read_size)
                 if not chunk:
                     break
                 start = 0
@@ -306,9 +338,9 @@ class JsonlLines(Datasource):
     (``.parquet``) give one record per row."""
 
     def __init__(self, inputs: list[InputPath], block_bytes: int = BLOCK_BYTES, messages_column: str = "messages",
-                 json_column: str = "conversation_json") -> None:
+                 json_column: str = "conversation_json", input_format: str = "auto") -> None:
         super().__init__()
-        self.inputs, self.block_bytes = inputs, block_bytes
+        self.inputs, self.block_bytes, self.input_format = inputs, block_bytes, input_format
         self.columns = (messages_column, json_column)
         self._sizes: list[int | None] = []
         for inp in inputs:
@@ -329,25 +361,27 @@ class JsonlLines(Datasource):
                 read = (lambda i=index, p=inp, b=self.block_bytes, c=self.columns: _read_parquet_file(i, p, b, *c))
                 schema = None  # the rows carry the file's own columns too
             else:
-                read, schema = (lambda i=index, p=inp, b=self.block_bytes: _read_file(i, p, b)), _ROWS
+                read = (lambda i=index, p=inp, b=self.block_bytes, f=self.input_format: _read_file(i, p, b, f))
+                schema = _ROWS
             tasks.append(ReadTask(read, meta, schema=schema, per_task_row_limit=per_task_row_limit))
         return tasks
 
 
-def read_jsonl(paths: list[str] | str, *, block_bytes: int = BLOCK_BYTES) -> "ray.data.Dataset":
-    """The records of JSONL files, directories or URLs as a Dataset (see the module's doc)."""
+def read_jsonl(paths: list[str] | str, *, block_bytes: int = BLOCK_BYTES, input_format: str = "auto") -> "ray.data.Dataset":
+    """The records of JSONL files, directories or URLs as a Dataset (see the module's doc).
+    ``input_format``: the CLI's ``--from`` (a Claude Code or Codex log is one record)."""
     inputs = expand_inputs([paths] if isinstance(paths, str) else list(paths))
-    return _read(inputs, block_bytes)
+    return _read(inputs, block_bytes, input_format=input_format)
 
 
 def _read(inputs: list[InputPath], block_bytes: int = BLOCK_BYTES, messages_column: str = "messages",
-          json_column: str = "conversation_json") -> "ray.data.Dataset":
+          json_column: str = "conversation_json", input_format: str = "auto") -> "ray.data.Dataset":
     ctx = ray.data.DataContext.get_current()
     # Ray merges the blocks a task yields up to this size (128 MiB by default): one block, one task,
     # one core for a whole file. Blocks of block_bytes are what spreads a file over the cluster.
     ctx.target_max_block_size = min(ctx.target_max_block_size or block_bytes, max(block_bytes, 2**20 // 16))
     ctx.execution_options.preserve_order = True
-    return ray.data.read_datasource(JsonlLines(inputs, block_bytes, messages_column, json_column),
+    return ray.data.read_datasource(JsonlLines(inputs, block_bytes, messages_column, json_column, input_format),
                                     override_num_blocks=len(inputs),
                                     num_cpus=READ_CPUS)
 
@@ -611,7 +645,8 @@ def run(settings: Settings | str, inputs: list[str] | str, output: str | None = 
         ctx.execution_options.preserve_order = True
         ctx.enable_progress_bars = not quiet and sys.stderr.isatty()
         logging.getLogger("ray.data").setLevel(logging.ERROR)  # stderr: xcompact's lines, not Ray's plan
-        ds = compact(_read(files, block_bytes, messages_column, json_column), settings)
+        ds = compact(_read(files, block_bytes, messages_column, json_column,
+                           getattr(settings, "input_format", "auto")), settings)
         if root is not None:
             ds = ds.map_batches(_write_block, batch_format="pyarrow", batch_size=None, zero_copy_batch=True,
                                 fn_kwargs={"root": root, "json_column": json_column}, num_cpus=MAP_CPUS)

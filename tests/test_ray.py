@@ -27,7 +27,7 @@ from compactor_cli import ray as xray  # noqa: E402
 from compactor_cli.batch import configure  # noqa: E402
 
 from conftest import ROOT  # noqa: E402
-from test_batch import CASE_IDS, CASES, cli_run, input_for, write_hostile  # noqa: E402
+from test_batch import CASE_IDS, CASES, input_for, write_hostile  # noqa: E402
 
 os.environ["RAY_AUTH_MODE"] = "disabled"  # before any Ray process starts (see the module doc)
 SHARED = ROOT.parent / "shared" / "data"
@@ -384,3 +384,20 @@ def test_parquet_through_ray_is_the_local_parquet_output(cluster, tmp_path):
     ours, theirs = (json.loads((tmp_path / n).read_text()) for n in ("ray.json", "local.json"))
     assert [{**i, "source": "x"} for i in ours["items"]] == [{**i, "source": "x"} for i in theirs["items"]]
     assert ours["totals"] == theirs["totals"] and result.exit_code == local.exit_code == 0
+
+
+def test_agent_logs_are_read_as_the_cli_reads_them(cluster, runner, tmp_path):
+    """--from auto: a Claude Code or Codex log is one conversation (its whole file), other formats
+    one per line; Ray gives the CLI's bytes and items for each."""
+    src = tmp_path / "logs"
+    src.mkdir()
+    for name in ("claude_code_session.jsonl", "codex_rollout.jsonl", "sharegpt.jsonl"):
+        (src / name).write_bytes((ROOT / "fixtures" / "formats" / name).read_bytes())
+    cli_out, report, code = cli_dir_run(runner, "toolcall", ["--keep", "1"], src, tmp_path)
+    result = xray.run("toolcall", [str(src)], str(tmp_path / "ray"), keep=1, report_path=str(tmp_path / "r.json"))
+    for name in ("claude_code_session.jsonl", "codex_rollout.jsonl", "sharegpt.jsonl"):
+        assert xray.read_parts(str(tmp_path / "ray"), name) == (cli_out / name).read_bytes(), name
+    ours = json.loads((tmp_path / "r.json").read_text())
+    assert ours["items"] == report["items"] and ours["totals"] == report["totals"]
+    assert result.exit_code == code
+    assert [i["line"] for i in ours["items"]][:2] == [None, None]  # the two logs: one record each
