@@ -33,6 +33,7 @@ from ..errors import BackendError, UsageError
 from ..models import context_window
 from ..secrets import collect_secrets, contains_secret, mask_credentials, mask_secrets, redact_url
 from ..sections import SECTIONS, Reading, describe_problems, read_answer, render_sections, strip_thinking
+from ..settings import OpenAIConfig
 from . import Answer, SummaryRequest
 from .transcript import clip_text, render_head
 
@@ -75,19 +76,11 @@ MERGE_NOTE = ("The conversation was too long to read at once. Below are summarie
               "oldest first, between <partial_summaries> tags; merge them into one summary.")
 
 
-@dataclass
-class OpenAIOptions:
-    model: str | None = None
-    base_url: str | None = None
-    temperature: float = 0.0
-    timeout: float = 120.0
-    retries: int = 4
+@dataclass(frozen=True)
+class OpenAIOptions(OpenAIConfig):
+    """The run's openai options (settings.OpenAIConfig, defined once) and what only tests tune."""
+
     backoff: float = 1.0  # seconds before the first retry; doubled each time (cap 30 s)
-    concurrency: int = 4
-    instructions: str | None = None  # --prompt-file text
-    summary_input_tokens: int | None = None
-    structured: str = "auto"  # auto | json | markdown (see issue: structured output)
-    cache_dir: str | None = None
 
 
 @dataclass
