@@ -6,7 +6,7 @@ A backend has ``name``, ``model`` and ``async summarize(request) -> Answer``. Th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,3 @@ class Backend(Protocol):
     model: str | None
 
     async def summarize(self, request: SummaryRequest) -> Answer: ...
-
-
-from ..settings import choose_backend_name  # noqa: E402,F401  (one owner: settings.py)
