@@ -57,3 +57,26 @@ def long_conv(rounds: int = 20, size: int = 600) -> dict:
         messages.append({"role": "tool", "tool_call_id": f"c{i}a", "content": f"# module {i}\n" + "code line\n" * (size // 10)})
         messages.append({"role": "assistant", "content": f"Module {i} defines f{i}. I will check the next one."})
     return {"messages": messages, "tokens_used": 99999}
+
+
+def journals_dir() -> Path:
+    """Where runs keep their --resume journals (XDG_CACHE_HOME is a fresh directory per test session)."""
+    return Path(os.environ["XDG_CACHE_HOME"]) / "xcompact" / "journals"
+
+
+def wait_for_checkpoint(proc, min_offset: int = 1) -> None:
+    """Until some journal records at least ``min_offset`` input bytes done (fails if the run ends first)."""
+    import time
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for j in journals_dir().glob("*.json"):
+            try:
+                state = orjson.loads(j.read_bytes())
+            except orjson.JSONDecodeError:
+                continue
+            if (state.get("current") or {}).get("input_offset", 0) >= min_offset:
+                return
+        assert proc.poll() is None, "the run ended before its checkpoint"
+        time.sleep(0.01)
+    raise AssertionError("no checkpoint was written")

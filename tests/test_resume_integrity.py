@@ -13,13 +13,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import orjson
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, journals_dir, wait_for_checkpoint
 
 sys.path.insert(0, str(ROOT / "bench"))
 from generate import generate  # noqa: E402
@@ -36,26 +35,6 @@ def dataset(tmp_path_factory) -> Path:
 
 def xcompact(*args: str, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "compactor_cli", *args], capture_output=True, timeout=300, **kw)
-
-
-def _journals() -> Path:
-    return Path(os.environ["XDG_CACHE_HOME"]) / "xcompact" / "journals"
-
-
-def _wait_for_checkpoint(proc: subprocess.Popen, min_offset: int) -> None:
-    """As in test_scale.py: until the journal records at least ``min_offset`` input bytes done."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        for j in _journals().glob("*.json"):
-            try:
-                state = orjson.loads(j.read_bytes())
-            except orjson.JSONDecodeError:
-                continue
-            if (state.get("current") or {}).get("input_offset", 0) >= min_offset:
-                return
-        assert proc.poll() is None, "the run ended before its checkpoint"
-        time.sleep(0.01)
-    raise AssertionError("no checkpoint was written")
 
 
 def _partial(directory: Path) -> Path:
@@ -90,7 +69,7 @@ def _tamper(case: str, src: Path, out_dir: Path, rep_dir: Path) -> None:
         data = src.read_bytes()
         src.write_bytes(data.splitlines(keepends=True)[1] + data)
     elif case == "journal-garbage":
-        journals = list(_journals().glob("*.json"))
+        journals = list(journals_dir().glob("*.json"))
         assert len(journals) == 1
         journals[0].write_bytes(b'{"done": [0, "\x00garbage')
     else:
@@ -110,7 +89,7 @@ def _killed_run(dataset: Path, tmp_path: Path) -> tuple[Path, Path, Path, list[s
                             env={**os.environ, "XCOMPACT_CHECKPOINT_SECONDS": "0.01"},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        _wait_for_checkpoint(proc, min_offset=src.stat().st_size // 4)
+        wait_for_checkpoint(proc, min_offset=src.stat().st_size // 4)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)

@@ -14,7 +14,7 @@ import pytest
 
 from compactor_cli.cli import cli
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, wait_for_checkpoint
 
 sys.path.insert(0, str(ROOT / "bench"))
 from generate import generate  # noqa: E402
@@ -44,25 +44,6 @@ def test_output_and_report_are_the_same_for_any_jobs(dataset, tmp_path, command)
     assert outs[0] == outs[1]
 
 
-def _journals() -> Path:
-    return Path(os.environ["XDG_CACHE_HOME"]) / "xcompact" / "journals"
-
-
-def _wait_for_checkpoint(proc: subprocess.Popen, min_offset: int = 1) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        for j in _journals().glob("*.json"):
-            try:
-                state = orjson.loads(j.read_bytes())
-            except orjson.JSONDecodeError:
-                continue
-            if (state.get("current") or {}).get("input_offset", 0) >= min_offset:
-                return
-        assert proc.poll() is None, "the run ended before its first checkpoint"
-        time.sleep(0.02)
-    raise AssertionError("no checkpoint was written")
-
-
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
 def test_a_killed_run_leaves_no_output_and_resume_finishes_it_identically(dataset, tmp_path, sig):
     ref, ref_report = tmp_path / "ref" / "out.jsonl", tmp_path / "ref" / "report.json"
@@ -75,7 +56,7 @@ def test_a_killed_run_leaves_no_output_and_resume_finishes_it_identically(datase
     env = {**os.environ, "XCOMPACT_CHECKPOINT_SECONDS": "0.01"}
     proc = subprocess.Popen([sys.executable, "-m", "compactor_cli", *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    _wait_for_checkpoint(proc, min_offset=dataset.stat().st_size // 4)
+    wait_for_checkpoint(proc, min_offset=dataset.stat().st_size // 4)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == (-9 if sig == signal.SIGKILL else 130)

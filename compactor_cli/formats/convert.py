@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..conversation import content_text as _text  # one owner of 'the text of a content value'
 from .base import DUMP_KEY, MSG_KEY, OWNED_KEYS, jdump, jload
 
 TARGETS = ("openai", "anthropic", "responses")
@@ -282,14 +283,6 @@ def plain_to_anthropic(plain: dict, notes: Notes) -> dict:
         rest["tools"] = _openai_tools_to_anthropic(rest["tools"], notes)
     result.update(rest)
     return result
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return ""
 
 
 def _append(out: list, role: str, blocks: list) -> None:

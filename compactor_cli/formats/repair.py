@@ -11,13 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return ""
+from ..conversation import content_text as _text  # one owner of 'the text of a content value'
 
 
 def repair_pairing(messages: list[dict], where: list[Any], no_result: str) -> tuple[list[dict], list[Any], dict]:
