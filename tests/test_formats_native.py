@@ -1,9 +1,8 @@
 """Stage B of issue 8: request formats (openai with the legacy function role, anthropic,
 responses) compacted natively, written back in their own format and restored exactly.
 
-The tier-2 cut calls ``formats.adjust_cut`` once ``summarize.choose_cut_point`` carries the
-one-line patch of the issue's report; until then these tests apply that same patch with
-monkeypatch (``patched_cut``)."""
+The tier-2 cut (``summarize.choose_cut_point``) asks ``formats.adjust_cut`` and
+``formats.forced_user`` where it may fall; for OpenAI dumps that is the cut as it was before."""
 
 from __future__ import annotations
 
@@ -31,8 +30,8 @@ SHORT = st.text(alphabet="abcdefghij_0123456789", min_size=1, max_size=6)
 SETTINGS = settings(max_examples=int(os.environ.get("XCOMPACT_FORMATS_EXAMPLES") or 60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def _choose_cut_point_patched(messages, keep_recent=16):
-    """summarize.choose_cut_point with the proposed patch (one call of formats.adjust_cut)."""
+def _cut_before_formats(messages, keep_recent=16):
+    """summarize.choose_cut_point as it was before the formats (c35441a), for OpenAI dumps."""
     from compactor_cli.summarize import Cut
 
     system = 0 if messages and messages[0].get("role") == "system" else None
@@ -41,23 +40,16 @@ def _choose_cut_point_patched(messages, keep_recent=16):
     cut = max(start, n - max(keep_recent, 0))
     while start < cut < n and messages[cut].get("role") == "tool":
         cut -= 1
-    cut = formats.adjust_cut(messages, cut, start)  # the patch
     head = list(range(start, cut))
     kept = list(range(cut, n))
-    forced = formats.forced_user(messages, head, kept)  # the patch
-    if forced is not None:
-        head.remove(forced)
-        kept.insert(0, forced)
+    forced = None
+    if head and not any(messages[i].get("role") == "user" for i in kept):
+        users = [i for i in head if messages[i].get("role") == "user"]
+        if users:
+            forced = users[-1]
+            head.remove(forced)
+            kept.insert(0, forced)
     return Cut(system, head, kept, forced)
-
-
-@pytest.fixture
-def patched_cut(monkeypatch):
-    import compactor_cli.summarize as summarize
-    import compactor_cli.tier2 as tier2
-
-    monkeypatch.setattr(tier2, "choose_cut_point", _choose_cut_point_patched)
-    monkeypatch.setattr(summarize, "choose_cut_point", _choose_cut_point_patched)
 
 
 # ---------------------------------------------------------------- strategies: Anthropic
@@ -326,7 +318,7 @@ def test_tier1_restores_exactly_and_is_idempotent(fmt):
 
 
 @pytest.mark.parametrize("fmt", list(FORMATS))
-def test_tier2_output_is_valid_and_restores_exactly(fmt, patched_cut):
+def test_tier2_output_is_valid_and_restores_exactly(fmt):
     strategy, valid = FORMATS[fmt]
 
     @SETTINGS
@@ -349,7 +341,7 @@ def test_tier2_output_is_valid_and_restores_exactly(fmt, patched_cut):
 
 
 @pytest.mark.parametrize("fmt", list(FORMATS))
-def test_any_mix_of_tiers_restores_exactly(fmt, patched_cut):
+def test_any_mix_of_tiers_restores_exactly(fmt):
     strategy, valid = FORMATS[fmt]
 
     @SETTINGS
@@ -372,15 +364,14 @@ def test_any_mix_of_tiers_restores_exactly(fmt, patched_cut):
     check()
 
 
-def test_the_patched_cut_is_todays_cut_for_openai_dumps():
+def test_the_format_aware_cut_is_the_old_cut_for_openai_dumps():
     from compactor_cli.summarize import choose_cut_point
     from strategies import conversations
 
     @SETTINGS
     @given(conversations(), st.integers(0, 10))
     def check(dump, keep_recent):
-        assert _choose_cut_point_patched(dump["messages"], keep_recent) == choose_cut_point(dump["messages"],
-                                                                                             keep_recent)
+        assert _cut_before_formats(dump["messages"], keep_recent) == choose_cut_point(dump["messages"], keep_recent)
 
     check()
 
@@ -447,7 +438,7 @@ def test_anthropic_tier1_replaces_tool_result_content_only():
     restore_exact(out, "anthropic", ANTHROPIC)
 
 
-def test_anthropic_summary_goes_to_system(patched_cut):
+def test_anthropic_summary_goes_to_system():
     out, status = tier2(ANTHROPIC, "anthropic", 2)
     assert status.value == "SUMMARIZED"
     assert list(out)[:4] == ["model", "max_tokens", "system", "messages"]
@@ -457,7 +448,7 @@ def test_anthropic_summary_goes_to_system(patched_cut):
     restore_exact(out, "anthropic", ANTHROPIC)
 
 
-def test_anthropic_cut_never_starts_with_results_or_assistant(patched_cut):
+def test_anthropic_cut_never_starts_with_results_or_assistant():
     for k in range(0, 9):
         out, status = tier2(ANTHROPIC, "anthropic", k)
         if status.value == "SUMMARIZED":
@@ -466,7 +457,7 @@ def test_anthropic_cut_never_starts_with_results_or_assistant(patched_cut):
                            for b in out["messages"][0]["content"] if isinstance(out["messages"][0]["content"], list))
 
 
-def test_responses_tier1_and_summary(patched_cut):
+def test_responses_tier1_and_summary():
     out, res = tier1(RESPONSES, "responses", 0)
     assert res.reclaimed_count == 2
     assert out["input"][3]["output"].startswith("[Compacted, ID: call_1.")
@@ -480,7 +471,7 @@ def test_responses_tier1_and_summary(patched_cut):
     restore_exact(out, "responses", RESPONSES)
 
 
-def test_responses_without_instructions_gets_a_developer_message(patched_cut):
+def test_responses_without_instructions_gets_a_developer_message():
     items = RESPONSES["input"]
     out, status = tier2(items, "responses", 2)
     assert status.value == "SUMMARIZED"
@@ -490,7 +481,7 @@ def test_responses_without_instructions_gets_a_developer_message(patched_cut):
     restore_exact(out, "responses", items)
 
 
-def test_responses_reasoning_stays_with_the_item_it_precedes(patched_cut):
+def test_responses_reasoning_stays_with_the_item_it_precedes():
     obj = {"input": [{"role": "user", "content": "a" * 300}, {"role": "user", "content": "b" * 300},
                      {"type": "reasoning", "id": "rs", "summary": []},
                      {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
@@ -526,7 +517,7 @@ def test_legacy_function_role_is_compacted_natively():
     restore_exact(out, "openai", legacy)
 
 
-def test_legacy_ids_survive_a_summary(patched_cut):
+def test_legacy_ids_survive_a_summary():
     legacy = [{"role": "user", "content": "q"}]
     for k in range(4):
         legacy += [{"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": str(k)}},
@@ -649,14 +640,14 @@ def check_real_anthropic(req: dict) -> dict:
     return stats
 
 
-def test_anthropic_real_session_fixture(patched_cut):
+def test_anthropic_real_session_fixture():
     req = claude_code_as_anthropic(ROOT / "fixtures" / "formats" / "claude_code_tool_heavy.jsonl")
     stats = check_real_anthropic(req)
     assert stats["messages"] == 9 and stats["reclaimed"] >= 1
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data/raw is not here")
-def test_anthropic_real_sessions(patched_cut):
+def test_anthropic_real_sessions():
     summarised = 0
     for path in sorted((SHARED / "claude-code").glob("*.jsonl")):
         stats = check_real_anthropic(claude_code_as_anthropic(path))
@@ -664,7 +655,7 @@ def test_anthropic_real_sessions(patched_cut):
     assert summarised >= 5
 
 
-def test_anthropic_tool_loop_after_one_prompt_can_be_cut(patched_cut):
+def test_anthropic_tool_loop_after_one_prompt_can_be_cut():
     """One prompt, then only tool turns: the cut falls between turns and the prompt goes first."""
     messages = [{"role": "user", "content": "Refactor the parser."}]
     for k in range(8):
@@ -684,7 +675,7 @@ def test_anthropic_tool_loop_after_one_prompt_can_be_cut(patched_cut):
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data/raw is not here")
-def test_real_openai_conversations_round_trip_through_responses_and_anthropic(patched_cut):
+def test_real_openai_conversations_round_trip_through_responses_and_anthropic():
     """The real tau-bench and SWE-agent conversations, converted to Responses and Anthropic,
     compact natively and restore exactly."""
     from compactor_cli.formats.convert import convert
