@@ -146,11 +146,12 @@ def _backend(values: dict[str, Any], explicit: set[str], dry_run: bool = False) 
     config = OpenAIConfig(model=v["summary_model"], base_url=v["base_url"], temperature=v["temperature"],
                           timeout=v["timeout"], retries=v["retries"], concurrency=v["concurrency"],
                           instructions=instructions, summary_input_tokens=v["summary_input_tokens"],
-                          structured=v["structured"],
+                          structured=v["structured"], seed=v["seed"],
                           cache_dir=None if v["no_cache"] else (v["cache_dir"] or default_cache_dir()))
     params.update(summary_model=v["summary_model"], base_url=redact_url(v["base_url"]), temperature=v["temperature"],
                   timeout=v["timeout"], retries=v["retries"], concurrency=v["concurrency"], prompt_file=prompt_file,
-                  summary_input_tokens=v["summary_input_tokens"], structured=v["structured"], cache=not v["no_cache"])
+                  summary_input_tokens=v["summary_input_tokens"], structured=v["structured"], seed=v["seed"],
+                  cache=not v["no_cache"])
     return BackendConfig("openai", config), params, warnings
 
 

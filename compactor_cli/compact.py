@@ -37,7 +37,7 @@ class Policy:
     escalation_rounds: int = 2
     max_retries: int = 2
     max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS
-    preserve_system: bool = False
+    preserve_system: bool = True
     keep_originals: bool = True
 
     @property
@@ -117,7 +117,7 @@ async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None, cou
         return dump, Status.UNDER_THRESHOLD, fields
     original = dump
     keep, keep_recent = policy.keep, policy.keep_recent
-    changed = False
+    changed = summarized = False
     summary_error = None
     for attempt in range(policy.max_retries + 1):
         # tier 1
@@ -137,7 +137,7 @@ async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None, cou
         rounds_escalate = rounds >= policy.escalation_rounds
         if not ratio_escalate and not rounds_escalate:
             fields["size_after"] = estimate
-            return dump, Status.RECLAIMED if changed else Status.NOTHING_TO_CONDENSE, fields
+            return dump, _done(changed, summarized), fields
         # tier 2, same round
         opts = SummarizeOptions(keep_recent=keep_recent, max_summary_tokens=policy.max_summary_tokens,
                                 preserve_system=policy.preserve_system, keep_originals=policy.keep_originals)
@@ -146,24 +146,22 @@ async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None, cou
         entry = {"tier": 2, "keep_recent": keep_recent, "status": status.value,
                  "reason": "ratio" if ratio_escalate else "escalation_rounds"}
         if status is Status.SUMMARIZED:
-            changed = True
+            changed = summarized = True
             dump = _remember(summarised, original, REPLACED_KEYS)
             estimate, _ = measure(dump, policy, memo, observed_ok=False)
             entry.update(summarized_count=sfields["summarized_count"], estimate=estimate)
             fields.setdefault("backend", sfields.get("backend"))
             fields.setdefault("model", sfields.get("model"))
+        elif sfields.get("reason_kind") == NotSmallerError.kind:
+            entry["reason"] = sfields.get("reason")  # a smaller keep_recent can do better: next round
+            entry["reason_kind"] = NotSmallerError.kind
         elif status is Status.SUMMARIZE_FAILED:
             entry["error"] = sfields.get("error")
-            if sfields.get("error_kind") == NotSmallerError.kind:
-                entry["error_kind"] = NotSmallerError.kind  # a smaller keep_recent can do better: next round
-            else:
-                summary_error = sfields.get("error")
+            summary_error = sfields.get("error")
         fields["rounds"].append(entry)
         if estimate <= threshold:
             fields["size_after"] = estimate
-            if status is Status.SUMMARIZED:
-                return dump, Status.SUMMARIZED, fields
-            return dump, Status.RECLAIMED if changed else Status.NOTHING_TO_CONDENSE, fields
+            return dump, _done(changed, summarized), fields
         if summary_error is not None:
             fields["size_after"] = estimate
             fields["error"] = summary_error
@@ -176,6 +174,13 @@ async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None, cou
     fields["error"] = (f"still over the threshold after {policy.max_retries + 1} rounds: {estimate} {policy.unit}, "
                        f"{estimate - threshold} over {threshold}")
     return dump, Status.STILL_OVER, fields
+
+
+def _done(changed: bool, summarized: bool) -> Status:
+    """What a finished compact did: a summary in any round is SUMMARIZED, tier 1 alone RECLAIMED."""
+    if summarized:
+        return Status.SUMMARIZED
+    return Status.RECLAIMED if changed else Status.NOTHING_TO_CONDENSE
 
 
 def check_conversation_size(dump: dict, policy: Policy, counter: TokenCounter) -> tuple[dict, Status, dict[str, Any]]:

@@ -81,8 +81,9 @@ def cut_options(f: F) -> F:
                      help="Messages kept verbatim at the end (summary_keep_max); the system message is not counted."),
         click.option("--max-summary-tokens", type=click.IntRange(min=64), default=DEFAULT_MAX_SUMMARY_TOKENS,
                      show_default=True, help="Token budget of the summary (all eight sections)."),
-        click.option("--preserve-system", is_flag=True,
-                     help="Keep the original system prompt text above the summary instead of replacing it."),
+        click.option("--preserve-system/--replace-system", default=True, show_default=True,
+                     help="Keep the system prompt verbatim above the summary (Claude Code, Codex and OpenHands "
+                          "keep it), or replace it by the summary as xun does."),
     ]
     for opt in reversed(opts):
         f = opt(f)
@@ -100,8 +101,8 @@ def _backend_opts(model_flag: str) -> list[Callable[[F], F]]:
                           + ("; for compact, its --model" if model_flag != "--model" else "") + "]."),
         click.option("--base-url", default=None, help="OpenAI-compatible server URL (or OPENAI_BASE_URL)."),
         click.option("--temperature", type=float, default=0.0, show_default=True, help="Sampling temperature."),
-        click.option("--timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
-                     help="Seconds per model request."),
+        click.option("--timeout", type=click.FloatRange(min=0.1), default=None,
+                     help="Seconds per model request [default: 120; 900 for a server on this machine]."),
         click.option("--retries", type=click.IntRange(min=0), default=4, show_default=True,
                      help="Retries on 429/5xx/timeouts, with exponential backoff honouring Retry-After."),
         click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True,
@@ -111,10 +112,13 @@ def _backend_opts(model_flag: str) -> list[Callable[[F], F]]:
         click.option("--summary-input-tokens", type=click.IntRange(min=1000), default=None,
                      help="Most tokens sent per model request [default: the model's context window from the "
                           "table, else 100000]; longer heads are clipped and summarised in chunks."),
-        click.option("--structured", type=click.Choice(["auto", "json", "markdown"]), default="auto",
-                     show_default=True,
-                     help="json: ask for the eight sections as a JSON schema (response_format); markdown: as "
-                          "headings; auto: try json, fall back to markdown once per run when the server refuses it."),
+        click.option("--structured", type=click.Choice(["auto", "json_schema", "json_object", "markdown", "json"]),
+                     default="auto", show_default=True,
+                     help="How the eight sections are asked for: json_schema (response_format, OpenAI, llama-server, "
+                          "vLLM), json_object (with a schema: llama-cpp-python), markdown (headings); auto: "
+                          "negotiated once per run, stepping down when the server refuses one. json = json_schema."),
+        click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1), default=None,
+                     help="Seed sent with each request (with --temperature 0: the same answer on servers that honour it)."),
         click.option("--cache-dir", default=None, help="Summary cache directory [default: ~/.cache/xcompact]."),
         click.option("--no-cache", is_flag=True, help="Do not read or write the summary cache."),
     ]

@@ -44,6 +44,7 @@ from .conversation import (ALIASES_FIELD, ARCHIVE_KEY, ARCHIVED_FIELD, COUNTER_K
 from .errors import InvalidInputError
 
 _MISSING = object()
+_PH_HEAD, _PH_TAIL = placeholder_for("\0").split("\0")
 
 
 def originals_key(tool_call_id: str, occurrence: int) -> str:
@@ -66,7 +67,19 @@ class ToolSlot:
 
     @property
     def is_placeholder(self) -> bool:
-        return self.message is not None and self.message.get("content") == placeholder_for(self.cid)
+        return self.message is not None and is_placeholder_of(self.message.get("content"), self.cid)
+
+
+def is_placeholder_of(content: Any, cid: str) -> bool:
+    """``content`` is the placeholder naming this ID or one of its store keys (``ID#k``, an alias
+    ``ID#k~n``: what a reused ID's placeholder names)."""
+    if not isinstance(content, str) or not (content.startswith(_PH_HEAD) and content.endswith(_PH_TAIL)):
+        return False
+    named = content[len(_PH_HEAD):len(content) - len(_PH_TAIL)]
+    if named == cid:
+        return True
+    return (len(named) > len(cid) + 1 and named.startswith(cid) and named[len(cid)] in "#~"
+            and content == placeholder_for(named))
 
 
 def _archived(dump: dict) -> Iterator[tuple[str, dict | None]]:
@@ -409,13 +422,33 @@ def summarised_away_ids(dump: dict) -> list[str]:
                 accounted.add(key)
             continue
         if key is not None and key in originals and (slot.message is None or slot.is_placeholder):
-            ids[slot.cid] = None
+            ids[key] = None  # the key extract takes: the ID, or ID#k for a reused one
             accounted.add(key)
     alias_keys = {k for k in aliases.values() if k is not None}
     for key in originals:  # stored by xun for results its own summaries removed: the key is the ID
         if key not in accounted and key not in alias_keys:
             ids[key] = None
     return list(ids)
+
+
+def away_tools(dump: dict) -> dict[str, str]:
+    """Store key -> name of the tool whose call made the result (calls in the archive and the
+    messages), for the compaction note."""
+    names: dict[str, str] = {}
+    heads = [m for e in dump.get(ARCHIVE_KEY) or () if isinstance(e, dict) for m in e.get("head") or ()]
+    for m in heads + list(dump["messages"]):
+        calls = m.get("tool_calls") if isinstance(m, dict) and m.get("role") == "assistant" else None
+        for tc in calls if isinstance(calls, list) else ():
+            fn = tc.get("function") if isinstance(tc, dict) else None
+            if isinstance(tc.get("id"), str) and isinstance(fn, dict) and isinstance(fn.get("name"), str):
+                names[tc["id"]] = fn["name"]
+    aliases = read_aliases(dump)
+    out = {k: names[k] for k in dump.get(ORIGINALS_KEY) or () if k in names}
+    for slot in tool_slots(dump):
+        key = slot_key(slot, aliases)
+        if key is not None and slot.cid in names:
+            out[key] = names[slot.cid]
+    return out
 
 
 def find_stored(dump: dict, tool_call_id: str) -> list[tuple[int, str]]:

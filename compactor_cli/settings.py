@@ -23,12 +23,13 @@ class OpenAIConfig:
     model: str | None = None
     base_url: str | None = None
     temperature: float = 0.0
-    timeout: float = 120.0
+    timeout: float | None = None  # None: 120 s, or 900 s for a server on this machine (a CPU model is slow)
     retries: int = 4
     concurrency: int = 4
     instructions: str | None = None  # the text of --prompt-file
     summary_input_tokens: int | None = None
-    structured: str = "auto"  # auto | json | markdown
+    structured: str = "auto"  # auto | json_schema | json_object | markdown (json: json_schema)
+    seed: int | None = None  # sent as the request's seed (reproducible answers where the server honours it)
     cache_dir: str | None = None  # None: no cache
 
 

@@ -8,6 +8,7 @@ replaced so ``restore`` gives the input back. Backends only turn a head into sum
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .conversation import ARCHIVE_KEY, COUNTER_KEY, ORIGINALS_KEY, check_pairing, content_text
 from .errors import BackendError
@@ -19,6 +20,7 @@ __all__ = ["ARCHIVE_KEY", "COUNTER_KEY", "Cut", "NotSmallerError", "build_summar
 
 DEFAULT_KEEP_RECENT = 16  # xun's summary_keep_max
 DEFAULT_MAX_SUMMARY_TOKENS = 1024
+MIN_SUMMARY_TOKENS = 64  # what the eight section headings alone need
 
 
 class NotSmallerError(BackendError):
@@ -62,26 +64,85 @@ def choose_cut_point(messages: list[dict], keep_recent: int = DEFAULT_KEEP_RECEN
     return Cut(system, head, kept, forced)
 
 
-def compaction_note(summarised: int, kept: int, round_no: int, away_ids: list[str] | tuple[str, ...] = ()) -> str:
-    """The note after the summary. ``away_ids``: IDs of compacted tool results whose placeholders
-    were summarised away but whose originals are stored — listed all, since nothing else in the
-    conversation names them any more."""
+#: Most tokens the list of summarised-away IDs may take in the compaction note (about 4 characters
+#: a token); past it the IDs are grouped by tool and the rest counted, never listed one by one.
+NOTE_ID_CHARS = 600
+
+
+def compaction_note(summarised: int, kept: int, round_no: int, away_ids: list[str] | tuple[str, ...] = (),
+                    tools: dict[str, str] | None = None) -> str:
+    """The note after the summary. ``away_ids``: keys of compacted tool results whose placeholders
+    were summarised away but whose originals are stored (nothing else in the conversation names
+    them any more). Listed with their tool's name while they fit NOTE_ID_CHARS; past that, the
+    first two and the last of each tool's are named and the others counted, so the note stays
+    small beside the summary on long agent runs (its tokens count in the summary's budget)."""
     note = (f"[Compaction note: the {summarised} earlier messages of this conversation were summarised above "
             f"(summary round {round_no}). The {kept} most recent messages follow verbatim. Compacted tool results "
             "can be fetched with extract_compacted_tool_result and their ID.")
     if away_ids:
-        note += (" Compacted tool results summarised away: " + ", ".join(away_ids)
+        note += (" Compacted tool results summarised away: " + _id_list(list(away_ids), tools or {})
                  + " (fetch with extract_compacted_tool_result).")
     return note + "]"
 
 
-def build_summarised(dump: dict, cut: Cut, summary: str, preserve_system: bool = False,
+def _id_list(ids: list[str], tools: dict[str, str]) -> str:
+    """``ID (tool), ...`` when short enough; else per tool: ``tool: first, ..., last (N in all)``."""
+    plain = ", ".join(f"{i} ({tools[i]})" if i in tools else i for i in ids)
+    if len(plain) <= NOTE_ID_CHARS:
+        return plain
+    groups: dict[str, list[str]] = {}
+    for i in ids:
+        groups.setdefault(tools.get(i, "tool"), []).append(i)
+    parts = []
+    for name, members in groups.items():
+        if len(members) <= 3:
+            parts.append(f"{name}: " + ", ".join(members))
+        else:
+            parts.append(f"{name}: {members[0]}, {members[1]} ... {members[-1]} ({len(members)} in all)")
+    text = "; ".join(parts)
+    if len(text) > NOTE_ID_CHARS:  # many tools: name the first few groups, count the rest
+        shown, used = [], 0
+        for part in parts:
+            if used + len(part) > NOTE_ID_CHARS - 60:
+                break
+            shown.append(part)
+            used += len(part) + 2
+        rest = len(ids) - sum(len(groups[p.split(":", 1)[0]]) for p in shown)
+        text = "; ".join(shown) + f"; and {rest} more"
+    return f"{len(ids)} results ({text})"
+
+
+def away_tool_names(dump: dict) -> dict[str, str]:
+    """Store key -> tool name, for the compaction note (from the calls in messages and archive)."""
+    from .restore import away_tools
+
+    return away_tools(dump)
+
+
+def build_summarised(dump: dict, cut: Cut, summary: str, preserve_system: bool = True,
                      keep_originals: bool = True) -> dict:
-    """The new dump: system message = [original system text +] summary + note; kept messages
-    verbatim; tokens_used cleared; summary round counter + 1 (tool-round counter back to 0);
-    the replaced messages archived for restore unless ``keep_originals`` is False — then, if the
-    dump holds originals or an archive, a small entry keeps the IDs of the summarised tool
+    """The new dump: the system message keeps its text verbatim (``preserve_system``, the default;
+    else xun's literal replacement) with the summary and the compaction note after it; kept
+    messages verbatim; tokens_used cleared; summary round counter + 1 (tool-round counter back to
+    0); the replaced messages archived for restore unless ``keep_originals`` is False — then, if
+    the dump holds originals or an archive, a small entry keeps the IDs of the summarised tool
     results (so the numbering of stored originals goes on) and tells restore to stop there."""
+    new = summarised_without_system(dump, cut, keep_originals)
+    text = summary + "\n\n" + summary_note(dump, cut, keep_originals)
+    rounds_before = new[COUNTER_KEY]["summary_rounds"] - 1
+    new["messages"] = [system_message(dump["messages"], cut, text, preserve_system, rounds_before)] + new["messages"]
+    return new
+
+
+def summary_note(dump: dict, cut: Cut, keep_originals: bool = True) -> str:
+    """The compaction note a summary of this cut gets (known before the summary is written)."""
+    new = summarised_without_system(dump, cut, keep_originals)
+    return compaction_note(len(cut.head), len(cut.kept), new[COUNTER_KEY]["summary_rounds"],
+                           summarised_away_ids(new), away_tool_names(new))
+
+
+def summarised_without_system(dump: dict, cut: Cut, keep_originals: bool = True) -> dict:
+    """Everything of the new dump but its system message: counters, archive, the kept messages."""
     messages = dump["messages"]
     counter = dict(dump.get(COUNTER_KEY) or {})
     round_no = int(counter.get("summary_rounds") or 0) + 1
@@ -104,17 +165,47 @@ def build_summarised(dump: dict, cut: Cut, summary: str, preserve_system: bool =
         ids = [m["tool_call_id"] for m in head if m.get("role") == "tool" and isinstance(m.get("tool_call_id"), str)]
         new[ARCHIVE_KEY] = list(dump.get(ARCHIVE_KEY) or []) + [{"round": round_no, "dropped": True,
                                                                  "tool_call_ids": ids}]
-    kept = [messages[i] for i in cut.kept]
-    new["messages"] = kept  # what summarised_away_ids looks at: the archive, the store, these
-    away = summarised_away_ids(new)
-    parts = []
-    if preserve_system and cut.system is not None:
-        parts.append(content_text(messages[cut.system].get("content")))
-    parts.append(summary)
-    parts.append(compaction_note(len(cut.head), len(cut.kept), round_no, away))
-    system_msg = {"role": "system", "content": "\n\n".join(p for p in parts if p)}
-    new["messages"] = [system_msg] + kept
+    new["messages"] = [messages[i] for i in cut.kept]  # what summarised_away_ids looks at
     return new
+
+
+def system_message(messages: list[dict], cut: Cut, text: str, preserve_system: bool,
+                   rounds_before: int = 0) -> dict:
+    """The summary's system message. Preserved, the original system message stays as it was
+    (its other keys, its text or parts verbatim) with ``text`` after it: appended to a string,
+    or as one more text part of a list. After an earlier round, the earlier summary is replaced,
+    not kept: the system prompt above it is what stays."""
+    original = messages[cut.system] if cut.system is not None else None
+    if not preserve_system or original is None:
+        return {"role": "system", "content": text}
+    content, _ = split_system(original.get("content"), rounds_before)
+    if isinstance(content, str) and content:
+        return {**original, "content": content + "\n\n" + text}
+    if isinstance(content, list) and content:
+        return {**original, "content": [*content, {"type": "text", "text": text}]}
+    return {**original, "content": text}
+
+
+_SUMMARY_START = "## " + "system_context\n"
+
+
+def split_system(content: Any, rounds_before: int) -> tuple[Any, str]:
+    """(the system prompt, the earlier summary with its note) of a system message. Before any
+    summary round the whole content is the prompt; after one, the summary xcompact appended
+    (the last text starting with the first section's heading) is split off."""
+    if rounds_before <= 0:
+        return content, ""
+    if isinstance(content, str):
+        at = content.rfind(_SUMMARY_START)
+        if at == 0:
+            return "", content
+        if at > 0 and content[at - 2:at] == "\n\n":
+            return content[:at - 2], content[at:]
+    elif isinstance(content, list) and content:
+        last = content[-1]
+        if isinstance(last, dict) and isinstance(last.get("text"), str) and last["text"].startswith(_SUMMARY_START):
+            return content[:-1], last["text"]
+    return content, ""
 
 
 def _forced_position(cut: Cut) -> int | None:

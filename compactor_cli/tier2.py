@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from .backends import Backend, SummaryRequest
-from .conversation import content_text
+from .conversation import COUNTER_KEY, content_text
 from .errors import BackendError, UsageError
 from .sections import canonical_summary
 from .settings import BackendConfig
 from .status import Status
-from .summarize import (DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS, NotSmallerError, build_summarised,
-                        choose_cut_point, validate_replacement)
+from .summarize import (DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS, MIN_SUMMARY_TOKENS, NotSmallerError,
+                        build_summarised, choose_cut_point, split_system, summary_note, validate_replacement)
 from .tokens import MemoTokens, TokenCounter
 
 
@@ -25,7 +25,7 @@ from .tokens import MemoTokens, TokenCounter
 class SummarizeOptions:
     keep_recent: int = DEFAULT_KEEP_RECENT
     max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS
-    preserve_system: bool = False
+    preserve_system: bool = True  # the system prompt stays verbatim above the summary
     keep_originals: bool = True
 
 
@@ -42,9 +42,17 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
     cut = choose_cut_point(messages, opts.keep_recent)
     fields: dict[str, Any] = {"backend": backend.name, "model": backend.model}
     if not cut.head:
+        fields["reason"] = "no messages before the kept ones to summarise"
         return dump, Status.NOTHING_TO_CONDENSE, fields
-    request = SummaryRequest(head=[messages[i] for i in cut.head], system_text=_system_text(messages, cut.system),
-                             max_tokens=opts.max_summary_tokens)
+    # the compaction note's tokens count in the summary's budget (it lists what was summarised away)
+    note = summary_note(dump, cut, opts.keep_originals)
+    budget = max(MIN_SUMMARY_TOKENS, opts.max_summary_tokens - counter.text(note) - 2)
+    # a preserved system prompt stays verbatim, so the summariser reads only an earlier summary
+    system_text = _system_text(messages, cut.system)
+    if opts.preserve_system and cut.system is not None:
+        rounds = (dump.get(COUNTER_KEY) or {}).get("summary_rounds")
+        system_text = split_system(system_text, rounds if type(rounds) is int else 0)[1]
+    request = SummaryRequest(head=[messages[i] for i in cut.head], system_text=system_text, max_tokens=budget)
     calls = 0
     repaired = False
     try:
@@ -53,15 +61,15 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
         repaired = answer.repaired
         summary = canonical_summary(answer.text)
         n = counter.text(summary)
-        if n > opts.max_summary_tokens:  # a backend that does not keep the budget itself (both built-in ones do)
+        if n > budget:  # a backend that does not keep the budget itself (both built-in ones do)
             answer = await backend.summarize(SummaryRequest(request.head, request.system_text, request.max_tokens,
                                                             previous_tokens=n))
             calls += answer.calls
             repaired = repaired or answer.repaired
             summary = canonical_summary(answer.text)
             n = counter.text(summary)
-            if n > opts.max_summary_tokens:
-                raise BackendError(f"the summary has {n} tokens, over the limit of {opts.max_summary_tokens} "
+            if n > budget:
+                raise BackendError(f"the summary has {n} tokens, over the limit of {budget} "
                                    "even after a retry asking for a shorter one")
         new = build_summarised(dump, cut, summary, opts.preserve_system, opts.keep_originals)
         validate_replacement(dump, new)
@@ -73,9 +81,13 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
     except BackendError as exc:
         # the requests of a summary that failed, its repair turn included, count too
         calls += getattr(exc, "calls", 0)
-        fields.update(model_calls=calls, repaired=repaired or getattr(exc, "repaired", False), error=str(exc))
+        fields.update(model_calls=calls, repaired=repaired or getattr(exc, "repaired", False))
         if isinstance(exc, NotSmallerError):
-            fields["error_kind"] = NotSmallerError.kind  # a smaller keep_recent can succeed (compact retries)
+            # a head too small for a summary to pay off is not a failure: nothing worth condensing
+            # (compact takes the next round on it: a smaller keep_recent can succeed)
+            fields.update(reason=str(exc), reason_kind=NotSmallerError.kind)
+            return dump, Status.NOTHING_TO_CONDENSE, fields
+        fields["error"] = str(exc)
         return dump, Status.SUMMARIZE_FAILED, fields
     fields.update(summarized_count=len(cut.head), kept_count=len(cut.kept), summary_tokens=n,
                   forced_user=cut.forced_user is not None, model_calls=calls, cached=answer.cached, repaired=repaired,
@@ -129,7 +141,7 @@ async def run_and_close(coro: Any, backend: Any) -> Any:
 
 
 def summarize_dump(dump: dict | list, keep_recent: int = DEFAULT_KEEP_RECENT,
-                   max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS, preserve_system: bool = False,
+                   max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS, preserve_system: bool = True,
                    keep_originals: bool = True, backend: Any = None,
                    encoding: str = "cl100k_base") -> tuple[dict, Status, dict[str, Any]]:
     """Library entry point: one summary round on a dumps() dict or a list of messages, by default

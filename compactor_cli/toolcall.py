@@ -16,7 +16,7 @@ from typing import Any
 from .conversation import (EMPTY_STORE_FIELD, META_KEY, ORIGINALS_KEY, PLACEHOLDER_TEMPLATE, content_length,
                            estimated_message_length, placeholder_for)
 from .errors import InvalidInputError
-from .restore import (KeyAllocator, find_stored, originals_key, read_aliases, restore_conversation, restore_details,
+from .restore import (KeyAllocator, find_stored, head_tool_counts, is_placeholder_of, originals_key, read_aliases, restore_conversation, restore_details,
                       restore_tool_results, slot_key, tool_slots, with_aliases)
 
 __all__ = ["PLACEHOLDER_TEMPLATE", "DEFAULT_KEEP", "META_KEY", "ToolCallCompactResult", "extract_tool_result",
@@ -82,6 +82,7 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
     # dropping originals into a dump that stores none needs no keys at all (the hot path)
     need_keys = keep_originals or bool(originals) or bool(read_aliases(dump))
     saved = 0
+    occurrence = _occurrences(messages, key_offsets if key_offsets is not None else head_tool_counts(dump))
     for i in old:
         m = messages[i]
         cid = m.get("tool_call_id")
@@ -89,20 +90,24 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
             result.skipped_no_id += 1
             continue
         content = m.get("content")
-        placeholder = placeholder_for(cid)
-        if content == placeholder:
+        k = occurrence.get(i, 1)
+        # a reused ID's placeholder names the key extract takes (ID#k), so it fetches this result
+        placeholder = placeholder_for(cid if k == 1 else originals_key(cid, k))
+        if content == placeholder or is_placeholder_of(content, cid):  # compacted already (any key it names)
             continue
         old_len = content_length(content)
         if len(placeholder) >= old_len:
             continue
-        new_messages[i] = {**m, "content": placeholder}
         if need_keys:
             if keys is None:  # built once, only when something is compacted
                 keys = KeyAllocator(dump, key_offsets, originals)
             if keep_originals:
-                keys.store(i, cid, content)
+                key = keys.store(i, cid, content)
+                if key != cid:
+                    placeholder = placeholder_for(key)
             else:
                 keys.drop(i, cid)
+        new_messages[i] = {**m, "content": placeholder}
         saved += old_len - len(placeholder)
         result.compacted_indices.append(i)
     result.reclaimed_count = len(result.compacted_indices)
@@ -121,6 +126,21 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
     return new_dump, result
 
 
+def _occurrences(messages: list[dict], offsets: dict[str, int]) -> dict[int, int]:
+    """Message index -> occurrence among results with its ID, only where it is not the first
+    (the common case, no reused IDs, builds nothing)."""
+    seen = dict(offsets)
+    out: dict[int, int] = {}
+    for i, m in enumerate(messages):
+        if m.get("role") == "tool":
+            cid = m.get("tool_call_id")
+            if type(cid) is str:
+                n = seen[cid] = seen.get(cid, 0) + 1
+                if n > 1:
+                    out[i] = n
+    return out
+
+
 def extract_tool_result(dump: dict, tool_call_id: str, occurrence: int | None = None) -> tuple[Any, int]:
     """The original content of a compacted result, and how many compacted results share the ID.
 
@@ -130,6 +150,10 @@ def extract_tool_result(dump: dict, tool_call_id: str, occurrence: int | None = 
     that look-up too."""
     originals = dump.get(ORIGINALS_KEY) or {}
     found = find_stored(dump, tool_call_id)
+    if not found and occurrence is None:
+        keyed = _by_key(dump, tool_call_id)  # the key a placeholder names for a reused ID: ID#k
+        if keyed is not None:
+            return originals[keyed], 1
     if occurrence is None:
         if found:
             return originals[found[0][1]], len(found)
@@ -141,6 +165,17 @@ def extract_tool_result(dump: dict, tool_call_id: str, occurrence: int | None = 
                 return originals[key], len(found)
     which = f" (occurrence {occurrence})" if occurrence else ""
     raise InvalidInputError(f"no compacted tool result with ID {tool_call_id!r}{which}")
+
+
+def _by_key(dump: dict, key: str) -> str | None:
+    """``key`` when it is the store key of a compacted result (``ID#2``, an alias), else None."""
+    if key not in (dump.get(ORIGINALS_KEY) or {}):
+        return None
+    aliases = read_aliases(dump)
+    for slot in tool_slots(dump):
+        if slot_key(slot, aliases) == key and (slot.message is None or slot.is_placeholder):
+            return key
+    return None
 
 
 def _unclaimed(dump: dict, key: str) -> bool:

@@ -21,6 +21,7 @@ from compactor_cli.backends.openai_backend import (ECHOED_SECRET, REPAIR_OMITTED
 from compactor_cli.cli import cli
 from compactor_cli.errors import BackendError
 from compactor_cli.sections import SECTIONS, canonical_summary, parse_sections, read_answer, render_sections
+from compactor_cli.summarize import compaction_note
 from compactor_cli.tokens import TokenCounter
 
 from chat_server import ChatServer, Replay, Reply, json_summary, markdown_only, summary_text
@@ -170,14 +171,20 @@ def test_the_canonical_summary_reads_back_as_itself(bodies):
 
 # ---------------------------------------------------------------- the recorded model, replayed
 
+NOTE_TOKENS = TokenCounter().text(compaction_note(12, 6, 1)) + 2  # what the driver keeps free for the note
+
+
 def replay_run(runner, tmp_path, repair, *extra, handler=None):
     rec = recording()
     replay = Replay(rec, groups(), repair=repair)
     src = ANSWERS / "conversations.jsonl"
     out, report = tmp_path / "out.jsonl", tmp_path / "report.json"
     with ChatServer(handler(replay) if handler else replay) as server:
+        # as recorded: the system prompt replaced (sent to the model), a 600-token summary asked for
+        # (the compaction note's tokens count in --max-summary-tokens, so it is that much larger)
         res = runner.invoke(cli, ["summarize", "--backend", "openai", "--base-url", server.base_url, "--model", "local",
-                                  "--keep-recent", "6", "--summary-input-tokens", "4000", "--max-summary-tokens", "600",
+                                  "--keep-recent", "6", "--summary-input-tokens", "4000", "--replace-system",
+                                  "--max-summary-tokens", str(600 + NOTE_TOKENS),
                                   "--no-cache", "--concurrency", "1", *extra, str(src), "-o", str(out),
                                   "--report", str(report)])
     doc = orjson.loads(report.read_bytes())
@@ -224,7 +231,8 @@ def test_recorded_answers_behind_a_server_without_structured_output(runner, tmp_
     assert sum("response_format" in r for r in server.requests) == 1  # once per run, not per conversation
     assert len(server.requests) == 1 + 23 + 6
     (line,) = [x for x in res.stderr.splitlines() if "structured output" in x]
-    assert line.startswith("warning: the server rejected structured output (server error 400")
+    assert line.startswith("warning: the server rejected structured output as json_schema (server error 400")
+    assert line.endswith("--structured auto asks for markdown for the rest of this run")
 
 
 # ---------------------------------------------------------------- the repair turn
@@ -276,7 +284,7 @@ def test_a_cut_off_answer_loses_its_last_section_and_is_rewritten_shorter(runner
         repair = server.requests[1]["messages"][3]["content"]
     assert doc["items"][0]["status"] == "SUMMARIZED"
     assert "your answer was cut off at the token limit" in repair and "lacks the section tone_context" in repair
-    assert "Write the whole summary again" in repair and "at most 300 tokens" in repair
+    assert "Write the whole summary again" in repair and f"at most {300 - NOTE_TOKENS} tokens" in repair
     assert "tone_context of a shorter summary" in read_jsonl(out)[0]["messages"][0]["content"]
 
 
@@ -372,8 +380,8 @@ def test_explicit_json_does_not_fall_back(runner, tmp_path):
     src, _ = write_convs(tmp_path, n=2)
     with ChatServer(markdown_only()) as server:
         res, out, doc = run(runner, server, src, tmp_path, "--structured", "json")
-    assert [i["status"] for i in doc["items"]] == ["SUMMARIZE_FAILED"] * 2
-    assert "use --structured markdown" in doc["items"][0]["error"] and "server error 400" in doc["items"][0]["error"]
+    assert [i["status"] for i in doc["items"]] == ["SUMMARIZE_FAILED"] * 2  # a refusal is not retried
+    assert "use --structured auto" in doc["items"][0]["error"] and "server error 400" in doc["items"][0]["error"]
     assert len(server.requests) == 2 and out.read_bytes() == src.read_bytes()
 
 
@@ -383,7 +391,10 @@ def test_a_context_length_error_is_no_reason_to_leave_json(runner, tmp_path):
     with ChatServer(refuse) as server:
         res, out, doc = run(runner, server, src, tmp_path)
     assert doc["items"][0]["status"] == "SUMMARIZE_FAILED" and "maximum context length" in doc["items"][0]["error"]
-    assert len(server.requests) == 1 and "structured output" not in res.stderr
+    # the window it names is learnt (one more request, chunked to it), never taken for a refusal of json
+    assert len(server.requests) == 2 and "structured output" not in res.stderr
+    assert all("response_format" in r for r in server.requests)
+    assert "the server's context window is 8192 tokens" in res.stderr
 
 
 def test_a_json_answer_missing_a_field_is_repaired_in_json(runner, tmp_path):

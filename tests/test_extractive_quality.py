@@ -41,6 +41,7 @@ def all_real() -> list[tuple[str, dict]]:
 
 
 def summary_of(dump: dict, **kw) -> tuple[dict[str, str], dict]:
+    kw.setdefault("preserve_system", False)  # the system prompt is summarised too: its sentences are items
     new, status, details = summarize_dump(dump, **kw)
     assert status is Status.SUMMARIZED, details
     text = new["messages"][0]["content"].split("\n\n[Compaction note")[0]

@@ -225,7 +225,8 @@ def test_compaction_note_lists_ids_of_compacted_results_summarised_away():
     away = [cid for cid in compacted if cid not in live]
     assert away
     note = b["messages"][0]["content"].split("[Compaction note:")[1]
-    assert "Compacted tool results summarised away: " + ", ".join(away) + \
+    tool = {"a": "read_file", "b": "grep"}
+    assert "Compacted tool results summarised away: " + ", ".join(f"{c} ({tool[c[-1]]})" for c in away) + \
         " (fetch with extract_compacted_tool_result)" in note
     for cid in away:
         assert extract_tool_result(b, cid)[0] == a[ORIGINALS_KEY][cid]

@@ -131,13 +131,13 @@ def test_tier1_then_tier2_then_tier1_restores_exactly():
     assert restore_conversation(c)[0] == dump
 
 
-def test_a_summary_that_does_not_shrink_fails_and_leaves_the_conversation():
+def test_a_head_too_small_to_shrink_is_nothing_to_condense_not_a_failure():
     dump = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
                          {"role": "user", "content": "bye"}]}
     new, status, fields = summarize(dump, keep_recent=1)
-    assert status is Status.SUMMARIZE_FAILED and new is dump
-    assert "not smaller than what it replaces" in fields["error"]
-    assert fields["error_kind"] == "not_smaller"  # typed: compact retries on it, not on server failures
+    assert status is Status.NOTHING_TO_CONDENSE and not status.failed and new is dump
+    assert "not smaller than what it replaces" in fields["reason"] and "error" not in fields
+    assert fields["reason_kind"] == "not_smaller"  # typed: compact retries on it, not on server failures
 
 
 def test_summary_stays_within_small_budgets():

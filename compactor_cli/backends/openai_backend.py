@@ -8,10 +8,19 @@ merged (hierarchically) into the final eight sections.
 Answers are read tolerantly (``sections.read_answer``: any heading style, preambles, fences,
 JSON). When the final answer still lacks sections, repeats one, was cut off or is over the token
 budget, one repair turn follows in the same chat, saying exactly what is wrong; only then does
-the summary fail. ``structured``: ``json`` asks for the eight sections as the fields of a JSON
-schema through ``response_format``; ``auto`` does too and falls back to markdown for the rest of
-the run once a server rejects it; ``markdown`` asks for ``## `` headings. The returned text is
-the canonical markdown either way, within the budget, so the tier-2 driver's checks pass.
+the summary fail. The returned text is the canonical markdown, within the budget, so the tier-2
+driver's checks pass.
+
+Servers speak different dialects of structured output (``structured``): ``json_schema`` (OpenAI,
+llama.cpp's llama-server, vLLM) and ``json_object`` with a ``schema`` (llama-cpp-python's
+constrained JSON mode) ask for the eight sections as the fields of a JSON schema; ``markdown``
+asks for ``## `` headings. ``auto`` negotiates once per run and endpoint: it starts with
+json_schema and steps down a rung (json_schema, json_object, markdown) the first time the server
+refuses ``response_format`` (4xx/5xx naming it) or answers 200 without honouring it, with one
+warning and without spending the conversation's retries. Retries are for transient failures
+only (connection, timeouts, 408/409/429, other 5xx); when the server's context window turns out
+smaller than the input budget, the run learns it from the error and chunks to it; and a run
+whose conversations keep failing with the same error stops sending after a few of them.
 
 Secrets (the API key, credentials in the base URL) never leave the backend: every error text is
 masked before it is cut, and an answer that echoes a secret is discarded, never cached or
@@ -63,10 +72,24 @@ JSON_RULES = (
 JSON_OVERHEAD = 100  # answer tokens allowed beyond the budget for the JSON keys, quotes and escapes
 SUMMARY_SCHEMA = {"type": "object", "properties": {s: {"type": "string"} for s in SECTIONS},
                   "required": list(SECTIONS), "additionalProperties": False}
-RESPONSE_FORMAT = {"type": "json_schema",
-                   "json_schema": {"name": "conversation_summary", "strict": True, "schema": SUMMARY_SCHEMA}}
-# statuses with which a server refuses a request it does not understand (here: response_format)
-REJECT_STATUSES = (400, 415, 422, 501)
+#: The structured-output dialects, in the order ``--structured auto`` tries them.
+LADDER = ("json_schema", "json_object", "markdown")
+RESPONSE_FORMATS: dict[str, dict[str, Any]] = {
+    "json_schema": {"type": "json_schema",
+                    "json_schema": {"name": "conversation_summary", "strict": True, "schema": SUMMARY_SCHEMA}},
+    # llama-cpp-python's documented JSON-schema mode: decoding constrained to the schema
+    "json_object": {"type": "json_object", "schema": SUMMARY_SCHEMA},
+}
+RESPONSE_FORMAT = RESPONSE_FORMATS["json_schema"]
+# statuses with which servers refuse a request they do not understand (llama-cpp-python: 500)
+REJECT_STATUSES = (400, 415, 422, 500, 501)
+_NAMES_FORMAT = re.compile(r"(?i)response_format|json_schema|json_object|response format|\bschema\b")
+_WINDOW = re.compile(r"(?i)(?:context (?:window|length|size) (?:of|is)|maximum context length is|n_ctx\W{0,4}"
+                     r"|context size \(?)\s*(\d{3,7})")
+REMOTE_TIMEOUT = 120.0
+LOCAL_TIMEOUT = 900.0
+#: consecutive conversations failing with the same error (none succeeding) after which the run stops sending
+STOP_AFTER = 3
 _CONTEXT_ERROR = re.compile(r"(?i)context.{0,20}(length|window|size)|too many tokens|too long|maximum.{0,30}tokens|"
                             r"context_length_exceeded|exceeds? the")
 REPAIR_OMITTED = ("(The transcript you summarised above is left out of this turn so that the conversation "
@@ -102,7 +125,28 @@ class _Tally:
 
 
 class _Rejected(Exception):
-    """The server refused a request with response_format (``--structured auto``: retry in markdown)."""
+    """The server refused ``response_format`` in ``mode`` (``--structured auto``: the next rung)."""
+
+    def __init__(self, mode: str, reason: str) -> None:
+        super().__init__(reason)
+        self.mode, self.reason = mode, reason
+
+
+class _Window(Exception):
+    """The request did not fit the server's context window, which the error named."""
+
+    def __init__(self, tokens: int) -> None:
+        super().__init__(tokens)
+        self.tokens = tokens
+
+
+def normalize_structured(value: str) -> str:
+    """``json`` (the earlier name) is json_schema."""
+    return "json_schema" if value == "json" else value
+
+
+def _is_json_mode(mode: str) -> bool:
+    return mode != "markdown"
 
 
 def _quote(text: str) -> str:
@@ -127,6 +171,9 @@ class OpenAIBackend:
         self.model = opts.model or DEFAULT_MODEL
         self.base_url = opts.base_url or os.environ.get("OPENAI_BASE_URL") or None
         self._key = os.environ.get("OPENAI_API_KEY") or ""
+        # a model on this machine's CPU may take minutes per request: a remote API's timeout would
+        # abandon (and resend) requests the server is still working on
+        self.timeout = opts.timeout or (LOCAL_TIMEOUT if _is_local(self.base_url) else REMOTE_TIMEOUT)
         if not self._key and not self.base_url:
             raise UsageError("the openai backend needs OPENAI_API_KEY (or --base-url for a local server)")
         self._secrets = collect_secrets(self._key, self.base_url)
@@ -142,8 +189,12 @@ class OpenAIBackend:
             self._check_cache()
         self._client: Any = None
         self._sem: asyncio.Semaphore | None = None
-        self._mode = "markdown" if opts.structured == "markdown" else "json"  # auto starts with json
-        self._refusal: str | None = None  # why auto left json, until a markdown answer confirms it
+        self.structured = normalize_structured(opts.structured)
+        self._mode = LADDER[0] if self.structured == "auto" else self.structured  # auto: negotiated
+        self._failure: tuple[str, int] | None = None  # (error, conversations in a row) while none succeeds
+        self._stopped: str | None = None  # why the run stopped sending
+        self._learnt_window = False  # input_tokens came from the server's error
+        self._refused: set[str] = set()  # structured modes the server refused in this run
 
     # ---------------------------------------------------------------- plumbing
 
@@ -176,7 +227,7 @@ class OpenAIBackend:
             from openai import AsyncOpenAI
 
             self._client = AsyncOpenAI(api_key=self._key or "not-needed", base_url=self.base_url,
-                                       timeout=self.opts.timeout, max_retries=0)
+                                       timeout=self.timeout, max_retries=0)
             self._sem = asyncio.Semaphore(max(1, self.opts.concurrency))
         return self._client
 
@@ -189,23 +240,28 @@ class OpenAIBackend:
             self.cache = None
 
     async def _complete(self, messages: list[dict], max_tokens: int, mode: str, tally: _Tally) -> tuple[str, str | None]:
-        """One chat completion with retries. Returns (text, finish reason); counts requests in
-        ``tally``. With ``mode`` json, the request carries the summary's JSON schema."""
+        """One chat completion with retries for transient failures. Returns (text, finish
+        reason); counts requests in ``tally``. A JSON mode sends its ``response_format``; a
+        refusal of it raises _Rejected (auto) or BackendError at once, never retried."""
         import openai
 
         client = self._get_client()
         assert self._sem is not None
         kwargs: dict[str, Any] = dict(model=self.model, temperature=self.opts.temperature, max_tokens=max_tokens,
                                       messages=messages)
-        if mode == "json":
-            kwargs["response_format"] = RESPONSE_FORMAT
+        if self.opts.seed is not None:
+            kwargs["seed"] = self.opts.seed
+        if _is_json_mode(mode):
+            kwargs["response_format"] = RESPONSE_FORMATS[mode]
         attempt = 0
         while True:
             attempt += 1
             try:
                 async with self._sem:
-                    if mode == "json" and self._mode != "json":  # the run left json while this one waited
-                        raise _Rejected(self._refusal or "")
+                    if mode in self._refused:  # the server refused this mode while the request waited
+                        raise _Rejected(mode, "")
+                    if self._stopped is not None:
+                        raise BackendError(self._stopped)
                     tally.calls += 1
                     resp = await client.chat.completions.create(**kwargs)
                 choices = getattr(resp, "choices", None)
@@ -216,18 +272,23 @@ class OpenAIBackend:
                     raise BackendError("the model returned an empty summary")
                 if contains_secret(text, self._secrets):
                     raise BackendError(ECHOED_SECRET)
-                if mode == "markdown" and self._refusal is not None:
-                    self._confirm_markdown()
-                return text, getattr(choices[0], "finish_reason", None)
+                finish = getattr(choices[0], "finish_reason", None)
+                if _is_json_mode(mode) and finish != "length" and read_answer(text).form != "json":
+                    self._ignored(mode)  # a 200 that did not honour response_format: read as it is
+                return text, finish
             except (BackendError, _Rejected):
                 raise
             except openai.APIStatusError as exc:
                 reason, wait = self._describe(exc), _retry_after(exc)
-                if mode == "json" and exc.status_code in REJECT_STATUSES and not _CONTEXT_ERROR.search(reason):
-                    if self.opts.structured == "auto":
-                        raise _Rejected(reason) from None
-                    raise BackendError(f"{reason} (the request asked for structured output: with a server that "
-                                       "does not support response_format, use --structured markdown or auto)") from None
+                window = _window_of(reason) if _CONTEXT_ERROR.search(reason) else None
+                if window is not None and window < self.input_tokens:
+                    raise _Window(window) from None
+                if (_is_json_mode(mode) and exc.status_code in REJECT_STATUSES and _NAMES_FORMAT.search(reason)
+                        and not _CONTEXT_ERROR.search(reason)):
+                    if self.structured == "auto":
+                        raise _Rejected(mode, reason) from None
+                    raise BackendError(f"{reason} (the server does not take --structured {mode}: use --structured "
+                                       "auto to negotiate what it takes)") from None
                 retryable = exc.status_code in (408, 409, 429) or exc.status_code >= 500
             except openai.APIConnectionError as exc:  # timeouts included
                 retryable, reason, wait = True, self._describe(exc), None
@@ -238,13 +299,31 @@ class OpenAIBackend:
                 raise BackendError(self._mask(f"{reason}{tries}"))
             await asyncio.sleep(min(60.0, wait) if wait is not None else min(30.0, self.opts.backoff * 2 ** (attempt - 1)))
 
-    def _confirm_markdown(self) -> None:
-        """``--structured auto``: a markdown answer came where response_format was refused, so
-        the refusal was about structured output; the run stays with markdown, and says so once."""
-        if self._refusal is not None and self._mode == "markdown":
-            self.warnings.append(self._mask(f"the server rejected structured output ({self._refusal}); --structured "
-                                            "auto asks for markdown for the rest of this run"))
-            self._refusal = None
+    def _step_down(self, mode: str, why: str) -> None:
+        """``--structured auto``: the run leaves ``mode``, saying so once. A refusal of json_schema
+        that names json_object as what the server takes (llama-cpp-python: "Input should be 'text'
+        or 'json_object'") goes to json_object; any other refusal goes straight to markdown."""
+        if self._mode != mode or mode == LADDER[-1]:
+            return  # another conversation already moved the run on
+        self._refused.add(mode)
+        target = "json_object" if mode == "json_schema" and "json_object" in why else "markdown"
+        self._mode = target
+        self.warnings.append(self._mask(f"the server rejected structured output as {mode} ({why}); --structured "
+                                        f"auto asks for {target} for the rest of this run"))
+
+    def _ignored(self, mode: str) -> None:
+        if self.structured == "auto" and self._mode == mode:
+            target = "json_object" if mode == "json_schema" else "markdown"
+            self._mode = target
+            self.warnings.append(f"the server answered without honouring response_format {mode}; --structured auto "
+                                 f"asks for {target} for the rest of this run")
+
+    def _learn_window(self, tokens: int) -> None:
+        """The server named a context window smaller than the input budget: chunk to it."""
+        if tokens < self.input_tokens:
+            self.input_tokens, self._learnt_window = tokens, True
+            self.warnings.append(f"the server's context window is {tokens} tokens, less than the input budget; "
+                                 f"requests are chunked to fit it (--summary-input-tokens {tokens} says so up front)")
 
     def _describe(self, exc: Any) -> str:
         status = getattr(exc, "status_code", None)
@@ -263,7 +342,7 @@ class OpenAIBackend:
     # ---------------------------------------------------------------- summarising
 
     def _system_prompt(self, budget: int, previous_tokens: int | None = None, mode: str | None = None) -> str:
-        rules = JSON_RULES if (mode or self._mode) == "json" else FORMAT_RULES
+        rules = JSON_RULES if _is_json_mode(mode or self._mode) else FORMAT_RULES
         parts = [self.instructions, rules.format(budget=budget), QUOTING_RULES]
         if previous_tokens:
             parts.append(f"Your previous summary had {previous_tokens} tokens, over the limit of {budget}. "
@@ -272,11 +351,16 @@ class OpenAIBackend:
 
     def _output_tokens(self, max_tokens: int, mode: str | None = None) -> int:
         """max_tokens of a request: the budget, plus room for the syntax of a JSON answer."""
-        return max_tokens + (JSON_OVERHEAD if (mode or self._mode) == "json" else 0)
+        return max_tokens + (JSON_OVERHEAD if _is_json_mode(mode or self._mode) else 0)
 
     def _chunk_budget(self, system: str, max_tokens: int, mode: str | None = None) -> int:
         budget = self.input_tokens - self.count(system) - self._output_tokens(max_tokens, mode) - OUTPUT_MARGIN
         if budget < 500:
+            if self._learnt_window:
+                raise UsageError(f"the server's context window ({self.input_tokens} tokens) leaves no room for the "
+                                 f"transcript beside the prompt and a {max_tokens}-token summary: start the server "
+                                 "with a larger context (llama-cpp-python: --n_ctx 8192; llama-server: -c 8192) or "
+                                 "lower --max-summary-tokens")
             raise UsageError(f"--summary-input-tokens {self.input_tokens} leaves no room for the transcript "
                              f"beside the prompt and a {max_tokens}-token summary; raise it")
         return budget
@@ -284,7 +368,7 @@ class OpenAIBackend:
     def _cache_key(self, request: SummaryRequest) -> str:
         """What the summary depends on; not on the mode auto ends up in (the text is canonical either way)."""
         return cache_key("openai", CACHE_VERSION, self.endpoint, self.model, self.opts.temperature, self.instructions,
-                         self.opts.structured, request.max_tokens, request.previous_tokens, self.input_tokens,
+                         self.structured, self.opts.seed, request.max_tokens, request.previous_tokens, self.input_tokens,
                          request.system_text, orjson.dumps(request.head).decode())
 
     def _usable(self, text: str, max_tokens: int) -> bool:
@@ -294,34 +378,54 @@ class OpenAIBackend:
     async def summarize(self, request: SummaryRequest) -> Answer:
         tally = _Tally()
         try:
-            return await self._summarize(request, tally)
+            answer = await self._summarize(request, tally)
+        except UsageError as exc:  # a learnt context window too small for the prompt and summary
+            self._stopped = self._stopped or self._mask(str(exc))
+            error = BackendError(self._mask(str(exc)))
         except BackendError as exc:
             error = BackendError(self._mask(str(exc)))
-            error.calls, error.repaired = tally.calls, tally.repaired  # type: ignore[attr-defined]
-            raise error from None
+            self._count_failure(str(error))
+        else:
+            self._failure = None
+            return answer
+        error.calls, error.repaired = tally.calls, tally.repaired  # type: ignore[attr-defined]
+        raise error from None
+
+    def _count_failure(self, message: str) -> None:
+        """After STOP_AFTER conversations in a row fail with the same error, the run stops
+        sending: the rest fail at once with one clear reason instead of their own retries."""
+        if self._stopped is not None:
+            return
+        same = self._failure is not None and self._failure[0] == message
+        n = self._failure[1] + 1 if same and self._failure is not None else 1
+        self._failure = (message, n)
+        if n >= STOP_AFTER:
+            self._stopped = (f"not sent: the {n} conversations before it failed with the same error, so this run "
+                             f"stopped sending ({message})")
+            self.warnings.append(f"the server failed {n} conversations in a row with the same error; the rest of "
+                                 f"this run was not sent: {message}")
 
     async def _summarize(self, request: SummaryRequest, tally: _Tally) -> Answer:
+        if self._stopped is not None:
+            raise BackendError(self._stopped)
         key = None
         if self.cache is not None:
             key = self._cache_key(request)
             hit = self._cache_get(key)
             if hit is not None and self._usable(hit, request.max_tokens):
                 return Answer(hit, calls=0, cached=True)
-        try:
-            answer = await self._attempt(request, self._mode, tally)
-        except _Rejected as exc:
-            # the server refused response_format (or the run already left json because of that):
-            # the run goes on in markdown at once, this conversation again; when its markdown
-            # request fails too, the refusal was about something else and json comes back
-            first = self._mode == "json"
-            if first:
-                self._mode, self._refusal = "markdown", str(exc)
+        for _ in range(len(LADDER) + 8):  # each turn steps down a rung or shrinks the window
+            mode = self._mode
             try:
-                answer = await self._attempt(request, "markdown", tally)
-            except BackendError:
-                if first and self._refusal is not None:
-                    self._mode, self._refusal = "json", None
-                raise
+                answer = await self._attempt(request, mode, tally)
+                break
+            except _Rejected as exc:
+                if exc.reason:
+                    self._step_down(exc.mode, exc.reason)
+            except _Window as exc:
+                self._learn_window(exc.tokens)
+        else:
+            raise BackendError("the server kept refusing the request's structured output and size")
         if key is not None:
             self._cache_put(key, answer.text)
         return answer
@@ -369,7 +473,7 @@ class OpenAIBackend:
     def _repair_message(self, reading: Reading, problems: list[str], max_tokens: int, mode: str) -> str:
         said = "; ".join(p.replace("the summary", "your summary").replace("the answer", "your answer") for p in problems)
         head = f"Your summary cannot be used yet: {said}."
-        if mode == "json":
+        if _is_json_mode(mode):
             return (f"{head} Answer again with the whole summary as one JSON object with exactly the eight fields "
                     f"{', '.join(SECTIONS)}; '(none)' in a field with nothing to say; at most {max_tokens} tokens in total.")
         room = max_tokens - self.count(render_sections(reading.sections)) if reading.sections else 0
@@ -433,6 +537,23 @@ class OpenAIBackend:
             text, finish = await self._complete(_chat(system, user), out_tokens, mode, tally)
             merged.append(_Exchange(user, text, finish))
         return merged
+
+
+def _is_local(base_url: str | None) -> bool:
+    """A server on this machine (loopback, localhost)."""
+    from urllib.parse import urlsplit
+
+    try:
+        host = (urlsplit(base_url).hostname or "") if base_url else ""
+    except ValueError:
+        return False
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _window_of(reason: str) -> int | None:
+    """The context window a server's error names (llama-cpp-python, llama-server, vLLM, OpenAI)."""
+    m = _WINDOW.search(reason)
+    return int(m.group(1)) if m else None
 
 
 def _chat(system: str, user: str) -> list[dict]:
