@@ -15,6 +15,10 @@
    the model's summaries as the tier-2 driver would write them (replayed, tolerant reading and
    repair turn included) against the extractive backend at the same budget (600 tokens).
 
+3. Routine output. The share of key_facts items that are routine tool output (``ls`` listings,
+   pip/apt/git progress, bare "ERRORS:" headings) on the real conversations as they are, judged
+   by ``routine`` below (written apart from the summariser's own filter).
+
     python bench/bench_recall.py [--data ../shared/data] [--budget 1024] [--keep-recent 16] [--answers]
 """
 
@@ -308,6 +312,58 @@ def answers_recall(policies: list[str]) -> None:
         print(f"| {name} | {n} | {per} | **{100 * total:.0f}%** |")
 
 
+# A reader's judge of routine tool output, written apart from the summariser's own filter (token
+# shapes rather than its patterns): `ls` listings, installer and download progress, bare report
+# headings. Used to measure what share of key_facts items are such lines.
+_PERMS = re.compile(r"(?:^|\s)[dlcbps-](?:[r-][w-][xsStT-]){3}[@+.]?\s")
+_INSTALL = re.compile(r"(?i)\b(?:collecting|downloading|installing collected|requirement already satisfied|"
+                      r"successfully installed|using cached|building wheel|unpacking|setting up|reading package lists|"
+                      r"receiving objects|resolving deltas)\b")
+_PROGRESS = re.compile(r"\d{1,3}%|[█━#=]{6,}|\bit/s\b|[kMG]B/s")
+_BARE = re.compile(r"^[\W_]*[A-Z]{4,}S?[\W_]*$")
+
+
+def routine(item: str) -> bool:
+    """Is this key_facts item (``Tool x: <line>``) routine output rather than a fact?"""
+    if not item.startswith("Tool "):
+        return False
+    line = item.split(": ", 1)[1] if ": " in item else item
+    tokens = line.replace("…", " ").split()
+    names = [t for t in tokens if re.fullmatch(r"[\w.@+-]+/?", t)]
+    listing = len(tokens) >= 4 and len(names) == len(tokens) and "  " in line and not re.search(r"[a-z]{3,} [a-z]{3,}", line)
+    return bool(_PERMS.search(line) or _INSTALL.search(line) or (_PROGRESS.search(line) and "%" in line and "|" in line)
+                or _BARE.match(line) or listing)
+
+
+def routine_share(data: str, budget: int, keep: int) -> None:
+    print(f"\nroutine tool output among key_facts items, extractive backend, --max-summary-tokens {budget}, "
+          f"--keep-recent {keep}, the real conversations as they are:")
+    print("| data set | summaries | key_facts items | routine items | share |")
+    print("|---|---|---|---|---|")
+    for name in DATA_SETS:
+        path = os.path.join(data, name)
+        if not os.path.exists(path):
+            continue
+        n = items = bad = 0
+        examples = []
+        for dump in load(path):
+            out, status, _ = summarize_dump(dump, keep_recent=keep, max_summary_tokens=budget)
+            if status is not Status.SUMMARIZED:
+                continue
+            n += 1
+            text = out["messages"][0]["content"]
+            body = text[text.find("## key_facts"):].split("\n\n## ", 1)[0]
+            for line in body.splitlines()[1:]:
+                if line.startswith("- "):
+                    items += 1
+                    if routine(line[2:]):
+                        bad += 1
+                        examples.append(line[2:90])
+        print(f"| {name} | {n} | {items} | {bad} | {100 * bad / max(1, items):.1f}% |")
+        for e in examples[:3]:
+            print(f"  e.g. {e}", file=sys.stderr)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data"))
@@ -318,6 +374,7 @@ def main() -> None:
     args = ap.parse_args()
     if os.path.isdir(args.data):
         planted_recall(args.data, args.budget, args.keep_recent, args.seeds)
+        routine_share(args.data, args.budget, args.keep_recent)
     else:
         print(f"{args.data} not found: no planted-fact figures (the shared data set is not part of the project)")
     if args.answers:

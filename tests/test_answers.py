@@ -425,3 +425,60 @@ def test_chunked_json_partials_are_merged_as_markdown(runner, tmp_path):
     assert doc["items"][0]["status"] == "SUMMARIZED" and merges
     assert "## key_facts\nkey_facts of the planted facts" in merges[0]["messages"][1]["content"]
     assert '{"system_context"' not in merges[0]["messages"][1]["content"]
+
+
+# ---------------------------------------------------------------- dialects and early stops
+
+def llama_cpp_python_like(handler=None):
+    """What llama-cpp-python 0.3.36 answers (tests/test_real_llm.py checks the real one): HTTP 500
+    naming response_format.type for json_schema; json_object with a schema taken."""
+    def respond(req):
+        fmt = req.get("response_format")
+        if fmt and fmt.get("type") == "json_schema":
+            return Reply(status=500, error="1 validation error: {'type': 'literal_error', 'loc': ('body', "
+                                           "'response_format', 'type'), 'msg': \"Input should be 'text' or "
+                                           "'json_object'\", 'input': 'json_schema'}")
+        return Reply(content=json_summary() if fmt else summary_text())
+    return respond
+
+
+def test_auto_negotiates_once_with_conversations_in_flight(runner, tmp_path):
+    src, _ = write_convs(tmp_path, n=6)
+    with ChatServer(llama_cpp_python_like(), latency=0.2) as server:
+        res, out, doc = run(runner, server, src, tmp_path, "--concurrency", "4")
+    assert [i["status"] for i in doc["items"]] == ["SUMMARIZED"] * 6
+    kinds = [(r.get("response_format") or {}).get("type") for r in server.requests]
+    assert kinds.count("json_schema") == 1 and kinds.count("json_object") == 6  # one refusal per run
+    assert server.max_in_flight > 1  # once settled, conversations go concurrently again
+    assert {i["structured"] for i in doc["items"]} == {"json_object"}
+    (line,) = [x for x in res.stderr.splitlines() if "structured output" in x]
+    assert "as json_schema (server error 500" in line and "asks for json_object" in line
+
+
+@pytest.mark.parametrize("status, error", [(401, "Incorrect API key provided"), (404, "model 'nope' not found")])
+def test_the_same_refusal_for_every_conversation_stops_the_run_early(runner, tmp_path, status, error):
+    src, _ = write_convs(tmp_path, n=6)
+    with ChatServer(lambda req: Reply(status=status, error=error)) as server:
+        res, out, doc = run(runner, server, src, tmp_path, "--concurrency", "1", "--retries", "4",
+                            "--structured", "markdown")
+    assert [i["status"] for i in doc["items"]] == ["SUMMARIZE_FAILED"] * 6 and res.exit_code == 1
+    assert len(server.requests) == 3  # not retried (not transient), and not sent after three alike
+    assert all(error in i["error"] for i in doc["items"])
+    assert all(i["error"].startswith("not sent") and i["model_calls"] == 0 for i in doc["items"][3:])
+    assert sum("in a row with the same error" in x for x in res.stderr.splitlines()) == 1
+    assert out.read_bytes() == src.read_bytes()
+
+
+def test_transient_failures_are_retried_and_do_not_stop_the_run(runner, tmp_path):
+    src, _ = write_convs(tmp_path, n=4)
+    seen: dict[str, int] = {}
+
+    def flaky(req):  # every request fails once with 503, then is answered
+        key = req["messages"][-1]["content"]
+        seen[key] = seen.get(key, 0) + 1
+        return Reply(status=503, error="overloaded") if seen[key] == 1 else Reply(content=summary_text())
+    with ChatServer(flaky) as server:
+        res, out, doc = run(runner, server, src, tmp_path, "--concurrency", "1", "--structured", "markdown")
+    assert [i["status"] for i in doc["items"]] == ["SUMMARIZED"] * 4
+    calls = [i["model_calls"] for i in doc["items"]]
+    assert all(c % 2 == 0 for c in calls) and sum(calls) == len(server.requests)  # each request retried once

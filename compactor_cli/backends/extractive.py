@@ -98,6 +98,9 @@ _STOP = frozenset("about after again also been before being both could does doin
                   "like make more most much must need only other over please same should some such than that "
                   "their them then there these they this those through very want what when where which while "
                   "will with would your yours".split())
+# an agent asking the user for something it needs (answered by the user's next turn)
+_ASKS_FOR_INFO = re.compile(r"(?i)\b(?:could|can|would|will) you (?:please )?(?:provide|share|confirm|tell|give|send|"
+                            r"let me know|specify|clarify)|\blet me know\b|\bplease (?:provide|confirm|share|specify)")
 _POLITE = re.compile(r"(?i)\b(please|thanks|thank you|appreciate)\b")
 _SPEAKER = re.compile(r"^(?:user asked|user|assistant(?: called)?|tool [\w.:-]+|latest request)\s*:\s*", re.I)
 _STATS = re.compile(r"^(\d+) earlier messages: (\d+) from the user, (\d+) tool results(?:; tools used: (.*))?$")
@@ -487,6 +490,8 @@ def build_candidates(request: SummaryRequest) -> dict[str, list[Item]]:
             continue
         reply = following[pos]
         for s in _sentences(_asked(m.text) if m.role == "user" else m.text):
+            if m.role == "assistant" and reply is not None and _ASKS_FOR_INFO.search(s):
+                continue  # "Could you provide your user ID?": the user's next turn gave it
             if s.endswith("?") and not _CODE.search(s) and not _answered(s, reply):
                 questions.append(Item(f"{m.speaker}: {_clip(_plain(s))}", (1, pos), 10.0 + recency(pos)))
 
@@ -518,36 +523,37 @@ def _asked(text: str) -> str:
 
 
 def _content_words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z][a-z0-9_-]{3,}", text.lower()) if w not in _STOP}
+    return {w[:-1] if w.endswith("s") and len(w) > 4 else w
+            for w in re.findall(r"[a-z][a-z0-9_-]{3,}", text.lower()) if w not in _STOP}
 
 
 def _next_turns(msgs: list[_Msg]) -> list[str | None]:
-    """For each message, the text of the other side's next turn (user <-> assistant, with the tool
-    results between them: an agent may answer by looking something up), or None when it never came."""
-    out: list[str | None] = [None] * len(msgs)
-    nxt: dict[str, str | None] = {"user": None, "assistant": None}
-    tools: list[str] = []
-    for pos in range(len(msgs) - 1, -1, -1):
-        m = msgs[pos]
-        if m.role == "tool":
-            tools.append(m.text[:2000])
+    """For each user or agent message, what the other side said next: the user's next turn, or
+    everything the agent did until the user spoke again (its messages and tool results: an agent
+    may answer by looking something up); None when the other side never spoke after it."""
+    sides: list[tuple[str, list[str]]] = []
+    seg_of: list[int | None] = []
+    for m in msgs:
+        side = "user" if m.role == "user" else "agent" if m.role in ("assistant", "tool") else None
+        if side is None:
+            seg_of.append(None)
             continue
-        if m.role in ("user", "assistant"):
-            other = "assistant" if m.role == "user" else "user"
-            out[pos] = nxt[other]
-            nxt[m.role] = (m.text[:4000] + "\n" + "\n".join(reversed(tools[-4:]))) if m.role == "assistant" else m.text[:4000]
-            tools = []
-    return out
+        if not sides or sides[-1][0] != side:
+            sides.append((side, []))
+        if sum(len(t) for t in sides[-1][1]) < 12_000:
+            sides[-1][1].append(m.text[:4000])
+        seg_of.append(len(sides) - 1)
+    return [None if k is None or k + 1 >= len(sides) else "\n".join(sides[k + 1][1]) for k in seg_of]
 
 
 def _answered(question: str, reply: str | None) -> bool:
-    """The reply takes the question up: it shares a third of its content words (at least one)."""
+    """The reply takes the question up: it shares one of its content words (two of a longer one)."""
     if reply is None:
         return False
     words = _content_words(question)
     if not words:
         return True  # "Anything else?": nothing to keep open
-    return len(words & _content_words(reply)) >= max(1, -(-len(words) // 3))
+    return len(words & _content_words(reply)) >= (1 if len(words) <= 6 else 2)
 
 
 def _carry_over(section: str, new: list[Item], old: list[str], has_prompt: bool) -> list[Item]:

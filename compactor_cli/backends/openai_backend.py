@@ -30,6 +30,7 @@ structured output) go to ``warnings``."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 from dataclasses import dataclass
@@ -195,6 +196,8 @@ class OpenAIBackend:
         self._stopped: str | None = None  # why the run stopped sending
         self._learnt_window = False  # input_tokens came from the server's error
         self._refused: set[str] = set()  # structured modes the server refused in this run
+        self._agreed = False  # the server answered a request (auto: the dialect is settled)
+        self._first: asyncio.Lock | None = None  # one structured request at a time until then
 
     # ---------------------------------------------------------------- plumbing
 
@@ -257,7 +260,7 @@ class OpenAIBackend:
         while True:
             attempt += 1
             try:
-                async with self._sem:
+                async with self._negotiation(mode), self._sem:
                     if mode in self._refused:  # the server refused this mode while the request waited
                         raise _Rejected(mode, "")
                     if self._stopped is not None:
@@ -275,6 +278,7 @@ class OpenAIBackend:
                 finish = getattr(choices[0], "finish_reason", None)
                 if _is_json_mode(mode) and finish != "length" and read_answer(text).form != "json":
                     self._ignored(mode)  # a 200 that did not honour response_format: read as it is
+                self._agreed = True
                 return text, finish
             except (BackendError, _Rejected):
                 raise
@@ -298,6 +302,28 @@ class OpenAIBackend:
                 tries = f" after {attempt} attempts" if attempt > 1 else ""
                 raise BackendError(self._mask(f"{reason}{tries}"))
             await asyncio.sleep(min(60.0, wait) if wait is not None else min(30.0, self.opts.backoff * 2 ** (attempt - 1)))
+
+    @contextlib.asynccontextmanager
+    async def _negotiation(self, mode: str) -> Any:
+        """``--structured auto``: until the server has answered once, requests asking for
+        structured output go one at a time, so a refusal costs one request per run, not one per
+        conversation in flight."""
+        if self.structured != "auto" or self._agreed or not _is_json_mode(mode):
+            yield
+            return
+        if self._first is None:
+            self._first = asyncio.Lock()
+        lock = self._first
+        await lock.acquire()
+        held = True
+        try:
+            if self._agreed:  # settled while this one waited: the rest go concurrently
+                lock.release()
+                held = False
+            yield
+        finally:
+            if held:
+                lock.release()
 
     def _step_down(self, mode: str, why: str) -> None:
         """``--structured auto``: the run leaves ``mode``, saying so once. A refusal of json_schema

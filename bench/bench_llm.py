@@ -1,0 +1,137 @@
+"""Tier 2 with a real small model, default options: success rate on real agent runs.
+
+Starts llama-cpp-python's server (tests/llm/setup.sh installs it and Qwen2.5-Coder-0.5B-Instruct)
+on 127.0.0.1, then for each real data set beside the project (tau-bench, SWE-agent, Claude Code)
+takes the first ``--runs`` conversations that have a head of at least 4 messages to summarise
+once tier 1 has run (``xcompact toolcall`` with its defaults, as ``compact`` does before it
+summarises), and runs
+
+    xcompact summarize --backend openai --base-url URL --model local --seed 0 --no-cache
+
+with every other option at its default. Per data set: runs, SUMMARIZED, repaired, model calls per
+summary, seconds per summary (wall time of the run / runs), and two checks of every output: tool
+pairing (the project's own checks) and whether the same server takes the compacted messages as
+a chat request (sent to a second instance with a 256-token context: its template and request
+validation run, and it refuses only for length, so no prompt is evaluated).
+
+    bash tests/llm/setup.sh > /tmp/llm.env && . /tmp/llm.env
+    python bench/bench_llm.py [--data ../shared/data] [--runs 10] [--sets tau,swe,cc]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import orjson
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+from llm import server as llm  # noqa: E402
+
+from compactor_cli.conversation import check_pairing  # noqa: E402
+from compactor_cli.summarize import choose_cut_point  # noqa: E402
+from compactor_cli.toolcall import reclaim_tool_results  # noqa: E402
+
+SETS = {"tau": "taubench_gpt-4o-airline.jsonl", "swe": "swe-agent.jsonl", "cc": "spotter-claude-code.jsonl"}
+MIN_HEAD = 4
+OWNED = ("compacted_tool_results", "summarized_messages", "compaction_counter", "xcompact", "tokens_used")
+
+
+def select(path: str, runs: int) -> list[bytes]:
+    """The first ``runs`` lines whose conversation has a head of MIN_HEAD+ messages after tier 1."""
+    out = []
+    with open(path, "rb") as fh:
+        for line in fh:
+            dump = orjson.loads(line)
+            reclaimed, _ = reclaim_tool_results(dump)
+            head = choose_cut_point(reclaimed["messages"]).head
+            if len(head) >= MIN_HEAD:
+                out.append(line if line.endswith(b"\n") else line + b"\n")
+            if len(out) == runs:
+                break
+    return out
+
+
+def xcompact(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "compactor_cli", *args], capture_output=True, text=True)
+
+
+def accepted(check_url: str, messages: list[dict]) -> bool:
+    """The server validates the request and applies its chat template; with a 256-token context it
+    then refuses for length only (a request it cannot take fails before that, differently)."""
+    status, body = llm.chat(check_url, {"model": "local", "messages": messages, "max_tokens": 1, "temperature": 0},
+                            timeout=120)
+    text = orjson.dumps(body).decode()
+    return status == 200 or (status == 400 and "context_length_exceeded" in text)
+
+
+def run_set(name: str, path: str, runs: int, url: str, check_url: str, work: str) -> dict:
+    lines = select(path, runs)
+    src, t1, out, report = (os.path.join(work, f"{name}.{x}") for x in ("in.jsonl", "t1.jsonl", "out.jsonl", "report.json"))
+    with open(src, "wb") as fh:
+        fh.writelines(lines)
+    res = xcompact("toolcall", "-q", src, "-o", t1)
+    assert res.returncode == 0, res.stderr
+    started = time.monotonic()
+    res = xcompact("summarize", t1, "--backend", "openai", "--base-url", url, "--model", "local", "--seed", "0",
+                   "--no-cache", "-o", out, "--report", report)
+    seconds = time.monotonic() - started
+    doc = orjson.loads(open(report, "rb").read())
+    items = doc["items"]
+    outs = [orjson.loads(x) for x in open(out, "rb").read().splitlines()]
+    summarized = [i for i, it in enumerate(items) if it["status"] == "SUMMARIZED"]
+    pairing_ok = sum(1 for i in summarized
+                     if not [p for p in check_pairing(outs[i]["messages"]) if "used again" not in p.message])
+    accept_ok = sum(1 for i in summarized if accepted(check_url, outs[i]["messages"]))
+    calls = [items[i].get("model_calls", 0) for i in summarized]
+    failures = [(it["line"], it["status"], it.get("error") or it.get("reason")) for it in items
+                if it["status"] != "SUMMARIZED"]
+    warnings = [x for x in res.stderr.splitlines() if "structured output" in x or "context window" in x]
+    return {"set": name, "runs": len(items), "summarized": len(summarized),
+            "repaired": sum(1 for i in summarized if items[i].get("repaired")),
+            "calls_per_summary": sum(calls) / max(1, len(calls)), "seconds_per_summary": seconds / max(1, len(items)),
+            "pairing_ok": pairing_ok, "accepted": accept_ok, "failures": failures, "warnings": warnings,
+            "structured": sorted({str(items[i].get("structured")) for i in summarized}),
+            "summary_tokens": [items[i].get("summary_tokens") for i in summarized], "exit": res.returncode}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data"))
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--sets", default="tau,swe,cc")
+    ap.add_argument("--json", help="also write the figures here")
+    ap.add_argument("--work", help="keep the inputs, outputs and reports in this directory")
+    args = ap.parse_args()
+    results = []
+    if args.work:
+        os.makedirs(args.work, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp, llm.start(n_ctx=8192) as server, llm.start(n_ctx=256) as check:
+        work = args.work or tmp
+        for key in args.sets.split(","):
+            r = run_set(key, os.path.join(args.data, SETS[key]), args.runs, server.base_url, check.base_url, work)
+            results.append(r)
+            print(orjson.dumps(r).decode(), file=sys.stderr, flush=True)
+    print("| data set | runs | SUMMARIZED | repaired | model calls / summary | s / summary | pairing valid | "
+          "accepted by the server |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in results:
+        print(f"| {SETS[r['set']]} | {r['runs']} | {r['summarized']} | {r['repaired']} | {r['calls_per_summary']:.1f} | "
+              f"{r['seconds_per_summary']:.0f} | {r['pairing_ok']}/{r['summarized']} | {r['accepted']}/{r['summarized']} |")
+    total = sum(r["runs"] for r in results)
+    ok = sum(r["summarized"] for r in results)
+    print(f"| all | {total} | {ok} ({100 * ok / max(1, total):.0f}%) | | | | | |")
+    if args.json:
+        with open(args.json, "wb") as fh:
+            fh.write(orjson.dumps(results, option=orjson.OPT_INDENT_2))
+
+
+if __name__ == "__main__":
+    main()
