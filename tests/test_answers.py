@@ -482,3 +482,13 @@ def test_transient_failures_are_retried_and_do_not_stop_the_run(runner, tmp_path
     assert [i["status"] for i in doc["items"]] == ["SUMMARIZED"] * 4
     calls = [i["model_calls"] for i in doc["items"]]
     assert all(c % 2 == 0 for c in calls) and sum(calls) == len(server.requests)  # each request retried once
+
+
+def test_a_multi_line_server_error_is_one_line_everywhere(runner, tmp_path):
+    src, _ = write_convs(tmp_path, n=2)
+    error = "1 validation error:\n  {'loc': ('body', 'response_format', 'type')}\n\n  File \"app.py\", line 376"
+    with ChatServer(markdown_only(error=error)) as server:
+        res, out, doc = run(runner, server, src, tmp_path)
+    assert [i["status"] for i in doc["items"]] == ["SUMMARIZED"] * 2
+    (line,) = [x for x in res.stderr.splitlines() if "structured output" in x]
+    assert "{'loc': ('body', 'response_format', 'type')} File" in line and line.endswith("for the rest of this run")

@@ -362,7 +362,9 @@ class OpenAIBackend:
         elif status is None and exc.__cause__ is not None:  # connection errors: what the transport said
             detail = str(exc.__cause__)
         what = f"server error {status}" if status else type(exc).__name__.replace("Error", " error").lower().strip()
-        detail = self._mask(detail)[:200]  # masked first: a cut must not leave the start of a key behind
+        # masked first: a cut must not leave the start of a key behind; one line (servers send
+        # multi-line validation errors, llama-cpp-python among them)
+        detail = " ".join(self._mask(detail).split())[:200]
         return self._mask(f"{what}: {detail}" if detail else what)
 
     # ---------------------------------------------------------------- summarising
