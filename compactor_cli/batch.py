@@ -247,7 +247,7 @@ class Processor:
         self.window = 1
         if self.backend is not None and getattr(self.backend, "name", None) == "openai" and settings.backend \
                 and settings.backend.openai:
-            self.window = 2 * settings.backend.openai.concurrency  # as the CLI: a bounded window in flight
+            self.window = 2 * (settings.backend.openai.concurrency or 4)  # as the CLI: a bounded window in flight
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def notes(self) -> list[str]:

@@ -105,8 +105,9 @@ def _backend_opts(model_flag: str) -> list[Callable[[F], F]]:
                      help="Seconds per model request [default: 120; 900 for a server on this machine]."),
         click.option("--retries", type=click.IntRange(min=0), default=4, show_default=True,
                      help="Retries on 429/5xx/timeouts, with exponential backoff honouring Retry-After."),
-        click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True,
-                     help="Model requests in flight at once (conversations summarised concurrently)."),
+        click.option("--concurrency", type=click.IntRange(min=1), default=None,
+                     help="Model requests in flight at once (conversations summarised concurrently) [default: 4; 1 "
+                          "for a server on this machine, which serves one at a time unless started with parallel slots]."),
         click.option("--prompt-file", type=click.Path(exists=True, dir_okay=False), default=None,
                      help="File whose text replaces the summariser's instructions (the section format is kept)."),
         click.option("--summary-input-tokens", type=click.IntRange(min=1000), default=None,

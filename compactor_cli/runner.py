@@ -185,7 +185,7 @@ def _outcomes(settings: Settings, io: RunIO, targets: list[Target], transform: A
         parallel = ParallelOutcomes(settings, jobs)
         return parallel, parallel.close
     if settings.command in MODEL_COMMANDS:  # model calls: a bounded window of tasks in flight
-        concurrency = settings.backend.openai.concurrency if is_openai and settings.backend and \
+        concurrency = (settings.backend.openai.concurrency or 4) if is_openai and settings.backend and \
             settings.backend.openai else 1
         async_map = AsyncOutcomes(transform, settings, counter, 2 * concurrency if is_openai else 1)
         return async_map, lambda: async_map.close(backend)

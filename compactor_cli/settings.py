@@ -25,7 +25,7 @@ class OpenAIConfig:
     temperature: float = 0.0
     timeout: float | None = None  # None: 120 s, or 900 s for a server on this machine (a CPU model is slow)
     retries: int = 4
-    concurrency: int = 4
+    concurrency: int | None = None  # None: 4, or 1 for a server on this machine (one request at a time)
     instructions: str | None = None  # the text of --prompt-file
     summary_input_tokens: int | None = None
     structured: str = "auto"  # auto | json_schema | json_object | markdown (json: json_schema)

@@ -174,7 +174,11 @@ class OpenAIBackend:
         self._key = os.environ.get("OPENAI_API_KEY") or ""
         # a model on this machine's CPU may take minutes per request: a remote API's timeout would
         # abandon (and resend) requests the server is still working on
-        self.timeout = opts.timeout or (LOCAL_TIMEOUT if _is_local(self.base_url) else REMOTE_TIMEOUT)
+        local = _is_local(self.base_url)
+        self.timeout = opts.timeout or (LOCAL_TIMEOUT if local else REMOTE_TIMEOUT)
+        # a local server (llama-cpp-python, llama-server without -np) works one request at a time:
+        # more in flight only wait in its queue, where the timeout runs too
+        self.concurrency = opts.concurrency or (1 if local else 4)
         if not self._key and not self.base_url:
             raise UsageError("the openai backend needs OPENAI_API_KEY (or --base-url for a local server)")
         self._secrets = collect_secrets(self._key, self.base_url)
@@ -231,7 +235,7 @@ class OpenAIBackend:
 
             self._client = AsyncOpenAI(api_key=self._key or "not-needed", base_url=self.base_url,
                                        timeout=self.timeout, max_retries=0)
-            self._sem = asyncio.Semaphore(max(1, self.opts.concurrency))
+            self._sem = asyncio.Semaphore(max(1, self.concurrency))
         return self._client
 
     async def aclose(self) -> None:
