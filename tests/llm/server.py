@@ -1,6 +1,9 @@
 """Start and stop a real OpenAI-compatible model server on 127.0.0.1 for tests and benchmarks:
 llama-cpp-python's ``python -m llama_cpp.server`` serving the GGUF that tests/llm/setup.sh
-installs. Nothing here fakes an answer: what the server says is what a user's server says."""
+installs. Nothing here fakes an answer: what the server says is what a user's server says.
+
+Never run two inference servers at once on this 2-core machine: llama.cpp's threads spin while
+they wait, and two of them slow each other down far more than twice."""
 
 from __future__ import annotations
 
@@ -22,6 +25,16 @@ def installed() -> tuple[str, str] | None:
     if not py or not gguf or not os.path.exists(py) or not os.path.exists(gguf):
         return None
     return py, gguf
+
+
+def _die_with_parent() -> None:
+    """The server ends when the test run that started it dies (SIGKILL included), on Linux."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
 
 
 def free_port() -> int:
@@ -69,7 +82,7 @@ def start(n_ctx: int = 8192, log_path: str | None = None, startup_timeout: float
         [py, "-m", "llama_cpp.server", "--model", gguf, "--model_alias", alias, "--host", "127.0.0.1",
          "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", "2", "--n_threads_batch", "2", "--seed", "0",
          "--verbose", "false"],
-        stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, preexec_fn=_die_with_parent)
     log.close()
     server = LlamaServer(f"http://127.0.0.1:{port}/v1", proc, log_path)
     deadline = time.monotonic() + startup_timeout
