@@ -105,7 +105,8 @@ def run_command(settings: Settings, io: RunIO, emit: Emit,
                 progress: Callable[[int, str], Progress] | None = None) -> int:
     """Run a command over its inputs; return the exit code. Raises UsageError before any work
     for options that do not fit, ReportError when the report cannot be written."""
-    plan = plan_run(list(io.inputs), io.output, io.in_place, io.report_path, settings.write_output)
+    plan = plan_run(list(io.inputs), io.output, io.in_place, io.report_path, settings.write_output,
+                    settings.input_format)
     counter = make_counter(settings)
     transform, backend = make_transform(settings, counter)  # option problems surface here, before any work
     journal = _open_journal(settings, io, plan.targets, emit)
@@ -190,6 +191,17 @@ def _outcomes(settings: Settings, io: RunIO, targets: list[Target], transform: A
         async_map = AsyncOutcomes(transform, settings, counter, 2 * concurrency if is_openai else 1)
         return async_map, lambda: async_map.close(backend)
     return serial_outcomes(transform, settings, counter), lambda: None
+
+
+def _refuse_log_in_place(outcome: Outcome) -> None:
+    """A log is read lossily: written back over itself it would be gone (the file stays as it was)."""
+    from .formats.base import LOG_FORMATS
+    from .formats.detect import NAMES
+    from .targets import LOG_IN_PLACE
+
+    fmt = outcome.item.get("format")
+    if fmt in LOG_FORMATS:
+        raise InvalidInputError(LOG_IN_PLACE.format(what=f"this file ({NAMES[fmt]})") + "; it is unchanged")
 
 
 class _Batch:
@@ -342,6 +354,8 @@ class _Batch:
                 base, seen = start_line - 1, start > 0
                 for lo, hi, chunk in ranges(src, display, start):
                     for rel, end, outcome in chunk.records:
+                        if in_place:
+                            _refuse_log_in_place(outcome)
                         outcome.item["line"] = base + rel
                         self.report.add(outcome.item)
                         self._warn_at(f"{display}:{base + rel}", outcome)
@@ -357,6 +371,8 @@ class _Batch:
             else:
                 for rec, outcome in self.outcomes(iter_records(src, display, self.settings.input_format, start,
                                                                start_line)):
+                    if in_place and sink is not None:
+                        _refuse_log_in_place(outcome)
                     self.report.add(outcome.item)
                     self._warn(rec, outcome)
                     if bar is not None:
