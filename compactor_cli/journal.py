@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import zlib
 from typing import Any
 
@@ -49,6 +50,8 @@ def fingerprint(path: str) -> dict[str, int] | None:
     """What identifies an input's content cheaply: size, mtime and a checksum of its head."""
     try:
         st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            return None  # a stream is never read here: that would consume what the run must read
         with open(path, "rb") as fh:
             head = fh.read(HEAD_BYTES)
     except OSError:

@@ -21,7 +21,8 @@ from .parallel import (MODEL_COMMANDS, AsyncOutcomes, Outcomes, ParallelOutcomes
 from .pipeline import Outcome
 from .report import EXIT_INTERRUPTED, EXIT_OK, EXIT_STDOUT_CLOSED, Report, ReportError
 from .settings import RunIO, Settings
-from .sinks import AtomicFile, StdoutClosed, file_crc, lock_output, open_sink, remove_partial, verify_partial
+from .sinks import (AtomicFile, StdoutClosed, file_crc, is_special, lock_output, open_sink, remove_partial,
+                    verify_partial)
 from .targets import JSONL_SUFFIXES, STDIN, Target, is_regular_input, plan_run
 
 Emit = Callable[[str], None]
@@ -57,7 +58,11 @@ def auto_jobs(settings: Settings, targets: list[Target]) -> int:
 
 
 def _open_journal(settings: Settings, io: RunIO, targets: list[Target], emit: Emit) -> Journal | None:
-    journaled = settings.write_output and all(t.path is not None and t.input.path != STDIN for t in targets) \
+    streams = [t.input.path for t in targets if t.input.path == STDIN or is_special(t.input.path)]
+    if streams and io.resume:  # a FIFO, <(...) or /dev/stdin cannot be read again from a checkpoint
+        raise UsageError(f"--resume cannot continue {streams[0]}: it is a stream (stdin, a FIFO, <(...) or a "
+                         "device), which cannot be read a second time; save it to a file first, or run without --resume")
+    journaled = settings.write_output and all(t.path is not None for t in targets) and not streams \
         and io.report_path != STDIN
     if not journaled:
         if io.resume:

@@ -144,3 +144,104 @@ def test_a_directory_is_created_for_a_name_without_a_suffix_or_with_a_slash(tmp_
     proc = xcompact("toolcall", "-q", str(d), "-o", str(tmp_path) + "/" + output)
     assert proc.returncode == 0, no_traceback(proc)
     assert (tmp_path / output.rstrip("/") / "a.jsonl").is_file()
+
+
+# ---------------------------------------------------------------- 3. every input opened once
+
+def _expected(src: Path, *args: str) -> bytes:
+    proc = xcompact("toolcall", "-q", "--keep", "0", *args, str(src))
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _through_fifo(tmp_path: Path, src: Path, name: str, *args: str, env: dict | None = None) -> tuple:
+    """Run with ``src`` fed through a named pipe by a writer that exits once done."""
+    fifo = tmp_path / name
+    os.mkfifo(fifo)
+    writer = subprocess.Popen(["sh", "-c", f"cat '{src}' > '{fifo}'"])
+    try:
+        proc = xcompact(*args, str(fifo), timeout=60, env=env)
+    finally:
+        if writer.poll() is None:  # the run never opened it: unblock the writer
+            fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+            os.close(fd)
+            writer.kill()
+        writer.wait(timeout=10)
+    return proc, fifo
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("name", ["p.jsonl", "p.json", "pipe"])
+def test_a_fifo_input_with_o_file_is_read_once_whole(tmp_path, name, jobs):
+    """The input was fingerprinted for --resume by reading 64 KiB, then opened again: a FIFO
+    hung (the writer had gone) or lost records."""
+    out = tmp_path / "out.jsonl"
+    env = {**os.environ, "XCOMPACT_TEST_PARALLEL_MIN_BYTES": "0"}
+    proc, _ = _through_fifo(tmp_path, AIRLINE, name, "toolcall", "-q", "--keep", "0", "-j", jobs, "-o", str(out),
+                            env=env)
+    assert proc.returncode == 0, no_traceback(proc)
+    assert out.read_bytes() == _expected(AIRLINE)
+
+
+@pytest.mark.parametrize("spelling", ["/dev/stdin", "-", "/proc/self/fd/0"])
+def test_piped_stdin_with_o_file_loses_no_record(tmp_path, spelling):
+    """cat data.jsonl | xcompact toolcall /dev/stdin -o out.jsonl wrote half the records."""
+    big = tmp_path / "big.jsonl"
+    big.write_bytes(AIRLINE.read_bytes() * 40)  # over the 64 KiB the fingerprint read
+    out = tmp_path / "out.jsonl"
+    with open(big, "rb") as src:
+        cat = subprocess.Popen(["cat"], stdin=src, stdout=subprocess.PIPE)
+        proc = subprocess.run([sys.executable, "-m", "compactor_cli", "toolcall", "-q", "--keep", "0", spelling,
+                               "-o", str(out)], stdin=cat.stdout, capture_output=True, timeout=120)
+        cat.stdout.close()
+        cat.wait(timeout=10)
+    assert proc.returncode == 0, no_traceback(proc)
+    assert out.read_bytes() == _expected(big)
+    assert len(read_jsonl(out)) == 200
+
+
+def test_a_process_substitution_with_o_file_loses_no_record(tmp_path):
+    big = tmp_path / "big.jsonl"
+    big.write_bytes(AIRLINE.read_bytes() * 40)
+    out = tmp_path / "out.jsonl"
+    script = f"{sys.executable} -m compactor_cli toolcall -q --keep 0 <(cat '{big}') -o '{out}'"
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, timeout=120)
+    assert proc.returncode == 0, no_traceback(proc)
+    assert out.read_bytes() == _expected(big)
+
+
+def test_resume_on_a_fifo_is_refused_clearly(tmp_path):
+    proc, _ = _through_fifo(tmp_path, AIRLINE, "p.jsonl", "toolcall", "--keep", "0", "--resume", "-o",
+                            str(tmp_path / "o.jsonl"))
+    err = no_traceback(proc)
+    assert proc.returncode == 2 and "--resume" in err and "stream" in err, err
+
+
+def test_resume_on_piped_dev_stdin_is_refused_clearly(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "compactor_cli", "toolcall", "/dev/stdin", "--resume", "-o",
+                           str(tmp_path / "o.jsonl")], input=AIRLINE.read_bytes(), capture_output=True, timeout=60)
+    err = no_traceback(proc)
+    assert proc.returncode == 2 and "stream" in err, err
+
+
+@pytest.mark.parametrize("name", ["claude_code_session.jsonl", "codex_rollout.jsonl"])
+def test_a_log_through_a_fifo_is_recognised_as_one_conversation(tmp_path, name):
+    """File-level logs were sniffed only on regular files: through a pipe each line failed."""
+    src = FORMATS_DIR / name
+    expected = xcompact("toolcall", "-q", "--keep", "0", str(src)).stdout
+    proc, _ = _through_fifo(tmp_path, src, "p.jsonl", "toolcall", "-q", "--keep", "0")
+    assert proc.returncode == 0, no_traceback(proc)
+    assert len(proc.stdout.splitlines()) == 1
+    assert orjson.loads(proc.stdout)["messages"] == orjson.loads(expected)["messages"]
+
+
+def test_a_claude_code_log_whose_first_line_is_over_1_mib_is_recognised(tmp_path):
+    lines = (FORMATS_DIR / "claude_code_session.jsonl").read_bytes().splitlines()
+    first = orjson.loads(lines[0])
+    first["padding"] = "x" * (1 << 21)
+    log = tmp_path / "big-first-line.jsonl"
+    log.write_bytes(b"\n".join([orjson.dumps(first)] + lines[1:]) + b"\n")
+    proc = xcompact("toolcall", "-q", "--keep", "0", str(log))
+    assert proc.returncode == 0, no_traceback(proc)
+    assert len(proc.stdout.splitlines()) == 1
+    assert orjson.loads(proc.stdout)["source"]

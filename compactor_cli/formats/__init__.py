@@ -178,34 +178,41 @@ def _lines_format(head: bytes) -> str | None:
     return None
 
 
-SNIFF_BYTES = 1 << 20
+SNIFF_BYTES = 1 << 20  # what engines that cannot share a stream read (ray.py); sniff_format reads lines
 
 
-def file_format(path: str, from_: str = "auto") -> str | None:
-    """The file-level format of an input (``--from`` given, or sniffed from the first line of a
-    regular file or of stdin's buffer), or None when its records are read one by one."""
+def sniff_format(stream: Any, from_: str = "auto") -> str | None:
+    """The file-level format of an open input (``files.Stream``), from its first two non-blank
+    lines however long (a Claude Code line may pass 1 MiB), consuming nothing; None when its
+    records are read one by one."""
     if from_ in FILE_LEVEL:
         return from_
     if from_ != "auto":
         return None
-    import sys
-
-    try:
-        if path == "-":
-            peek = getattr(sys.stdin.buffer, "peek", None)
-            head = peek(SNIFF_BYTES) if peek is not None else b""
-        elif os.path.isfile(path):
-            with open(path, "rb") as fh:
-                head = fh.read(SNIFF_BYTES)
-        else:
-            return None
-    except OSError:
+    if stream.first_byte() != ord("{"):  # every log line is an object; /dev/zero is not read ahead
         return None
+    head = stream.peek_lines(2)
     if head.startswith(b"\xef\xbb\xbf"):
         head = head[3:]
     if b"\n" not in head.strip():
         return None
     return _lines_format(head)
+
+
+def file_format(path: str, from_: str = "auto") -> str | None:
+    """sniff_format of a regular file by name (a stream must be sniffed where it is read:
+    ``iter_records`` does; for one, this says None)."""
+    if from_ in FILE_LEVEL or from_ != "auto":
+        return sniff_format(None, from_)
+    from ..files import open_stream
+
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open_stream(path) as stream:
+            return sniff_format(stream, from_)
+    except (OSError, InvalidInputError):
+        return None
 
 
 def read_file(path: str, from_: str = "auto") -> Iterator[tuple[str | int | None, dict, Codec]]:
@@ -220,20 +227,15 @@ def iter_records(path: str, display: str | None = None, from_: str = "auto", sta
                  start_line: int = 1) -> Iterator[Any]:
     """files.iter_records, except that a Claude Code or Codex file is one record (its whole
     bytes, form "jsonl", line None)."""
-    from ..files import Record, _open_input, iter_records as per_record
+    from ..files import Record, iter_records as per_record, open_stream
 
-    fmt = file_format(path, from_)
-    if fmt is None:
-        yield from per_record(path, display, start, start_line)
-        return
     display = display or ("<stdin>" if path == "-" else path)
-    import sys
-
-    if path == "-":
-        data = sys.stdin.buffer.read()
-    else:
-        with _open_input(path) as fh:
-            data = fh.read()
+    with open_stream(path) as stream:  # the one open: sniffed and read from the same bytes
+        fmt = sniff_format(stream, from_)
+        if fmt is None:
+            yield from per_record(path, display, start, start_line, stream=stream)
+            return
+        data = stream.read()
     if not data.strip():
         raise InvalidInputError("empty file: expected a conversation")
     if start < len(data):
