@@ -15,13 +15,14 @@ from typing import Any, Callable, Protocol
 from .errors import InvalidInputError, OutputError, UsageError
 from .files import Record
 from .formats import file_format, iter_records
-from .journal import CHECKPOINT_SECONDS, Journal, fingerprint, journal_path
+from .journal import CHECKPOINT_SECONDS, Journal, JournalBusy, fingerprint, journal_path
 from .parallel import (MODEL_COMMANDS, AsyncOutcomes, Outcomes, ParallelOutcomes, make_counter, make_transform,
                        serial_outcomes)
 from .pipeline import Outcome
 from .report import EXIT_INTERRUPTED, EXIT_OK, EXIT_STDOUT_CLOSED, Report, ReportError
 from .settings import RunIO, Settings
 from .sinks import (AtomicFile, StdoutClosed, file_crc, is_special, lock_output, open_sink, remove_partial,
+                    remove_stale_partials,
                     verify_partial)
 from .targets import JSONL_SUFFIXES, STDIN, Target, is_regular_input, plan_run
 
@@ -78,7 +79,13 @@ def _open_journal(settings: Settings, io: RunIO, targets: list[Target], emit: Em
         emit(f"warning: cannot keep checkpoints in {os.path.dirname(path)} ({exc.strerror}); "
              "this run cannot be resumed (set XDG_CACHE_HOME)")
         return None
-    journal = Journal(path, resume=io.resume)
+    try:
+        journal = Journal(path, resume=io.resume)
+    except JournalBusy:
+        if io.resume:
+            raise UsageError("another xcompact run of this command on these paths is running (it holds the "
+                             "journal); wait for it to finish before --resume") from None
+        return None  # its outputs are refused one by one by their locks; the journal stays the other run's
     if journal.problem:
         emit(f"warning: cannot resume: {journal.problem}; starting the run afresh")
     return journal
@@ -115,10 +122,21 @@ def run_command(settings: Settings, io: RunIO, emit: Emit,
     counter = make_counter(settings)
     transform, backend = make_transform(settings, counter)  # option problems surface here, before any work
     journal = _open_journal(settings, io, plan.targets, emit)
-    if journal is not None and journal.resumed and journal.state.get("complete"):
+    try:
+        return _run_journaled(settings, io, plan, counter, transform, backend, journal, emit, progress)
+    finally:
+        if journal is not None:
+            journal.release()
+
+
+def _run_journaled(settings: Settings, io: RunIO, plan: Any, counter: Any, transform: Any, backend: Any,
+                   journal: Journal | None, emit: Emit, progress: Callable[[int, str], Progress] | None) -> int:
+    if journal is not None and journal.finished:
         if not io.quiet:  # resuming a finished run must not run it again: --in-place it would compact its output
             emit("nothing to resume: this run already finished (run without --resume to start again)")
         return EXIT_OK
+    if journal is not None and journal.missing and not io.quiet:
+        emit("warning: no interrupted run of this command on these paths to resume; starting afresh")
     if journal is not None:
         _check_report_partial(journal, io, plan.targets, emit)
     resumed = journal is not None and journal.resumed
@@ -150,16 +168,20 @@ def run_command(settings: Settings, io: RunIO, emit: Emit,
     except StdoutClosed:
         _quiet_close(closer)
         report.abort()
+        if journal is not None:
+            journal.discard()
         silence_stdout()
         return EXIT_STDOUT_CLOSED
-    except BaseException:
+    except BaseException:  # not an interruption (a report that cannot be written...): nothing to resume
         _quiet_close(closer)
-        report.abort(keep=journal is not None)
+        report.abort()
+        if journal is not None:
+            journal.discard()
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
     if journal is not None:
-        journal.save(complete=True, current=None)
+        journal.finish()
     if not io.quiet:
         for text in getattr(backend, "warnings", ()):  # e.g. a summary cache that could not be used
             emit(f"warning: {text}")
@@ -334,6 +356,8 @@ class _Batch:
         fp = fingerprint(src) if journaled else None
         try:
             if self.settings.write_output:
+                if resume is None and target.path is not None and not is_special(target.path):
+                    remove_stale_partials(target.path)  # we hold its lock: no other run writes them
                 sink = open_sink(target.path, mode_from=src if in_place else None,
                                  partial=resume["partial"] if resume else None,
                                  resume_length=resume["output_length"] if resume else 0,
@@ -403,9 +427,9 @@ class _Batch:
             if sink is not None:
                 sink.abort()
             raise
-        except ReportError:
+        except ReportError:  # a full disk or a file size limit: not resumable, nothing is kept
             if sink is not None:
-                sink.abort(keep=journaled)
+                sink.abort()
             raise
         except (InvalidInputError, OutputError) as exc:
             if sink is not None:
@@ -415,9 +439,13 @@ class _Batch:
             if sink is not None:
                 sink.abort()
             self._file_error(display, f"cannot read or write: {exc.strerror or exc}")
-        except BaseException:
+        except KeyboardInterrupt:
             if sink is not None:
                 sink.abort(keep=journaled)  # interrupted: the partial output waits for --resume
+            raise
+        except BaseException:
+            if sink is not None:
+                sink.abort()
             raise
         finally:
             if bar is not None:
