@@ -168,6 +168,15 @@ def _finish(rec: Record, settings: Settings, counter: TokenCounter | None, dump:
     return Outcome(out, item, warnings, fields.get("error") if status.failed else None)
 
 
+def unexpected_error(exc: Exception) -> InvalidInputError:
+    """The last-resort guard's message: an exception no check anticipated fails its record only
+    (written unchanged), never the batch."""
+    text = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return InvalidInputError(f"a value of an unexpected type or shape could not be read ({type(exc).__name__}"
+                             + (f": {text}" if text else "") + "); the record is left as it was: fix the value, "
+                             "and please report this record to xcompact")
+
+
 def _failed(rec: Record, exc: Exception, warnings: list[str]) -> Outcome:
     item = {"source": rec.source, "line": rec.line, "status": Status.INVALID_INPUT.value, "error": str(exc)}
     return Outcome(rec.raw, item, warnings, str(exc))
@@ -186,6 +195,8 @@ def process_record(rec: Record, transform: Transform, settings: Settings, counte
         return process_record(rec, transform, settings, counter, exact=True)
     except (InvalidInputError, BackendError) as exc:
         return _failed(rec, exc, [])
+    except Exception as exc:  # noqa: BLE001  the last-resort guard: one record, never the batch
+        return _failed(rec, unexpected_error(exc), [])
 
 
 async def process_record_async(rec: Record, transform: Transform, settings: Settings,
@@ -201,3 +212,5 @@ async def process_record_async(rec: Record, transform: Transform, settings: Sett
         return await process_record_async(rec, transform, settings, counter, exact=True)
     except (InvalidInputError, BackendError) as exc:
         return _failed(rec, exc, [])
+    except Exception as exc:  # noqa: BLE001  the last-resort guard: one record, never the batch
+        return _failed(rec, unexpected_error(exc), [])

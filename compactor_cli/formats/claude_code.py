@@ -328,8 +328,8 @@ def read_claude_code_anthropic(events: Iterable[tuple[int, Any]], source: str | 
                 continue
             results = [b for b in blocks if b.get("type") == "tool_result"]
             others = [b for b in blocks if b.get("type") != "tool_result"]
-            mine = [b for b in results if b.get("tool_use_id") in open_calls]
-            stray = [b for b in results if b.get("tool_use_id") not in open_calls]
+            mine = [b for b in results if isinstance(b.get("tool_use_id"), str) and b["tool_use_id"] in open_calls]
+            stray = [b for b in results if b not in mine]
             if mine:
                 for b in mine:
                     del open_calls[b["tool_use_id"]]

@@ -189,6 +189,20 @@ def to_plain_openai(dump: dict, fmt: str, notes: Notes) -> dict:
 
 # ---------------------------------------------------------------- plain OpenAI -> targets
 
+def _image_url(p: dict) -> tuple[str, Any]:
+    """(url, detail) of an OpenAI image_url part, checked: a value of another type is the
+    record's INVALID_INPUT, not a crash of the batch."""
+    from ..errors import InvalidInputError
+    from .base import type_name
+
+    image = p.get("image_url")
+    if not isinstance(image, dict) or not isinstance(image.get("url"), str):
+        got = type_name(image) if not isinstance(image, dict) else f"a 'url' of type {type_name(image.get('url'))}"
+        raise InvalidInputError(f"an image_url part needs an object with a string 'url', got {got}: "
+                                "write it as {\"image_url\": {\"url\": \"...\"}}")
+    return image["url"], image.get("detail")
+
+
 def _openai_parts_to_anthropic(content: Any, notes: Notes) -> Any:
     if not isinstance(content, list):
         return content if content is not None else ""
@@ -198,7 +212,9 @@ def _openai_parts_to_anthropic(content: Any, notes: Notes) -> Any:
         if t == "text":
             out.append({"type": "text", "text": p.get("text", "")})
         elif t == "image_url":
-            url = (p.get("image_url") or {}).get("url", "")
+            url, detail = _image_url(p)
+            if detail is not None:
+                notes.add(f"image detail {detail!r} (Anthropic images have none)")
             if url.startswith("data:") and ";base64," in url:
                 media, data = url[5:].split(";base64,", 1)
                 out.append({"type": "image", "source": {"type": "base64", "media_type": media, "data": data}})
@@ -303,7 +319,8 @@ def _responses_parts(content: Any, role: str, notes: Notes) -> Any:
         if t == "text":
             out.append({"type": kind, "text": p.get("text", "")})
         elif t == "image_url" and role != "assistant":
-            out.append({"type": "input_image", "image_url": (p.get("image_url") or {}).get("url", "")})
+            url, detail = _image_url(p)
+            out.append({"type": "input_image", "image_url": url, **({"detail": detail} if detail is not None else {})})
         elif t in ("input_text", "output_text", "input_image", "input_file", "refusal"):
             out.append(p)
         else:
