@@ -341,15 +341,23 @@ def process_lines(lines: Iterable[bytes | str], settings: Settings | str, *, sou
     ``settings``: from ``settings_for``, or a command name with its options as keywords.
     ``source`` and ``first_line`` (the line number of ``lines[0]``) name the records in the
     report items, as the CLI names them ``file:line``."""
+    if isinstance(lines, (str, bytes, bytearray, memoryview)):
+        raise UsageError("process_lines takes an iterable of lines (a list of str or bytes), not one "
+                         f"{type(lines).__name__}: wrap a single line as [line]")
     if isinstance(settings, str):
         settings = settings_for(settings, **options)
     elif options:
-        raise TypeError("give options either through settings_for or here, with a command name")
+        raise UsageError("give options either through settings_for or here, with a command name")
+    elif not isinstance(settings, Settings):
+        raise UsageError(f"settings: expected a Settings from settings_for or a command name, got "
+                         f"{type(settings).__name__}")
     records: list[Record] = []
     line_no = first_line - 1
     for line in lines:
         line_no += 1
-        raw = line.encode("utf-8") if isinstance(line, str) else bytes(line)
+        if not isinstance(line, (str, bytes, bytearray, memoryview)):
+            raise UsageError(f"line {line_no}: expected str or bytes, got {type(line).__name__}")
+        raw = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else bytes(line)
         if not raw.strip():
             continue
         records.append(Record(source, line_no, raw, "jsonl"))

@@ -11,6 +11,7 @@ import click
 
 from . import __version__
 from . import options as opt
+from .options import MAX_INT
 from .errors import InvalidInputError, OutputError, UsageError, XCompactError
 from .report import EXIT_FAILED, EXIT_OK, EXIT_STDOUT_CLOSED, EXIT_USAGE
 
@@ -55,6 +56,12 @@ def _run(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> None:
     from .settings import RunIO
 
     ctx = click.get_current_context()
+    for name, source in ctx.meta.get("xcompact_config_destructive", []):
+        if not io.get(name):
+            flag = "--" + name.replace("_", "-")
+            raise click.UsageError(f"{source} sets {name.replace('_', '-')} = true: {flag} rewrites inputs, so it is "
+                                   f"never taken from a config file; give {flag} on the command line (or remove "
+                                   "it from the file)")
     if io.get("engine") == "ray":
         _run_ray(settings, io, parameters)
     if io.get("address"):
@@ -188,19 +195,19 @@ def summarize(**kw: Any) -> None:
 
 @cli.command()
 @opt.io_options
-@click.option("--token-threshold", type=click.IntRange(min=1), default=None,
+@click.option("--token-threshold", type=click.IntRange(min=1, max=MAX_INT), default=None,
               help="Compact conversations over this many tokens [default: 192000, or 70% of --model's window].")
-@click.option("--message-threshold", type=click.IntRange(min=1), default=None,
+@click.option("--message-threshold", type=click.IntRange(min=1, max=MAX_INT), default=None,
               help="Compact conversations over this many messages (excludes --token-threshold).")
 @click.option("--model", "conversation_model", default=None,
               help="The conversation's model: with no threshold, trigger at 70% of its context window.")
-@click.option("--context-window", type=click.IntRange(min=1), default=None,
+@click.option("--context-window", type=click.IntRange(min=1, max=MAX_INT), default=None,
               help="Context window for --model when the built-in table does not know it.")
 @opt.keep
 @opt.cut_options
-@click.option("--escalation-rounds", type=click.IntRange(min=1), default=2, show_default=True,
+@click.option("--escalation-rounds", type=click.IntRange(min=1, max=MAX_INT), default=2, show_default=True,
               help="Consecutive tool-call rounds (counted in the dump) after which a summary is forced.")
-@click.option("--max-retries", type=click.IntRange(min=0), default=2, show_default=True,
+@click.option("--max-retries", type=click.IntRange(min=0, max=MAX_INT), default=2, show_default=True,
               help="Extra rounds when still over after a summary; each halves --keep and --keep-recent.")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 when any conversation is over its threshold.")
 @click.option("--dry-run", is_flag=True,
@@ -271,9 +278,9 @@ def validate(**kw: Any) -> None:
 @cli.command()
 @click.argument("tool_call_id")
 @click.argument("input_path", metavar="INPUT")
-@click.option("--occurrence", type=click.IntRange(min=1), default=None,
+@click.option("--occurrence", type=click.IntRange(min=1, max=MAX_INT), default=None,
               help="With a repeated tool-call ID: the K-th result with that ID (default: the first).")
-@click.option("--line", "line_no", type=click.IntRange(min=1), default=None,
+@click.option("--line", "line_no", type=click.IntRange(min=1, max=MAX_INT), default=None,
               help="JSONL: look only in the conversation on this line.")
 @opt.from_format
 def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no: int | None,
