@@ -178,6 +178,24 @@ def _open_input(path: str) -> BinaryIO:
     return open(path, "rb")
 
 
+def input_identity(path: str, fd: int | None = None) -> tuple[int, int, int, int] | None:
+    """(device, inode, size, mtime) of a regular input (of ``fd`` when given), None for a
+    stream: what must not change while a run reads the file by byte ranges or rewrites it."""
+    try:
+        st = os.fstat(fd) if fd is not None else os.stat(path)
+    except OSError:
+        return None
+    import stat as _stat
+
+    if not _stat.S_ISREG(st.st_mode):
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+CHANGED_INPUT = ("the input changed while it was being read (replaced, appended to or truncated); its output "
+                 "was not written: run again once the file is complete")
+
+
 class Stream:
     """One open input with read-ahead pushed back: sniffing (the format, JSON or JSONL) looks
     at bytes that the records are then read from, so an input is opened once and a FIFO,

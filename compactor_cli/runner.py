@@ -13,7 +13,7 @@ import time
 from typing import Any, Callable, Protocol
 
 from .errors import InvalidInputError, OutputError, UsageError
-from .files import Record
+from .files import CHANGED_INPUT, Record, input_identity
 from .formats import file_format, iter_records
 from .journal import CHECKPOINT_SECONDS, Journal, JournalBusy, fingerprint, journal_path
 from .parallel import (MODEL_COMMANDS, AsyncOutcomes, Outcomes, ParallelOutcomes, make_counter, make_transform,
@@ -354,6 +354,7 @@ class _Batch:
         in_place = target.path is not None and src != STDIN and os.path.exists(src) and \
             os.path.realpath(src) == os.path.realpath(target.path)
         fp = fingerprint(src) if journaled else None
+        ident = input_identity(src)  # a regular input must stay this file until its output is committed
         try:
             if self.settings.write_output:
                 if resume is None and target.path is not None and not is_special(target.path):
@@ -381,7 +382,7 @@ class _Batch:
             if ranges is not None and src.lower().endswith(JSONL_SUFFIXES) and is_regular_input(src) \
                     and file_format(src, self.settings.input_format) is None:  # a whole-file log is one record
                 base, seen = start_line - 1, start > 0
-                for lo, hi, chunk in ranges(src, display, start):
+                for lo, hi, chunk in ranges(src, display, start, ident):
                     for rel, end, outcome in chunk.records:
                         if in_place:
                             _refuse_log_in_place(outcome)
@@ -413,6 +414,8 @@ class _Batch:
                             sink.write(outcome.out)
                     if rec.form == "jsonl":
                         checkpoint(rec.end, (rec.line or 0) + 1)
+            if ident is not None and input_identity(src) != ident:
+                raise InvalidInputError(CHANGED_INPUT)  # never commit (--in-place: rename over) a mix
             if sink is not None:
                 if pending_doc is not None:
                     sink.write(pending_doc)

@@ -152,3 +152,54 @@ def test_a_fifo_planted_at_the_partial_path_does_not_hang_resume(dataset, tmp_pa
     assert b"afresh" in done.stderr and b"Traceback" not in done.stderr
     ref = xcompact(*ARGS, str(src))
     assert (out_dir / "out.jsonl").read_bytes() == ref.stdout
+
+
+# ---------------------------------------------------------------- inputs that change under a run
+
+def _mutate(case: str, src: Path, original: bytes) -> None:
+    if case == "appended":
+        with open(src, "ab") as fh:
+            fh.write(original.splitlines(keepends=True)[0])
+    elif case == "truncated":
+        os.truncate(src, len(original) // 2)
+    elif case == "mv-replaced":
+        other = src.with_name("other.jsonl")
+        other.write_bytes(original.replace(b"coding agent", b"CODING AGENT"))
+        os.replace(other, src)
+    else:
+        raise AssertionError(case)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("in_place", [False, True], ids=["o-file", "in-place"])
+@pytest.mark.parametrize("case", ["appended", "truncated", "mv-replaced"])
+def test_an_input_that_changes_under_a_run_stops_that_file(dataset, tmp_path, case, in_place, jobs):
+    """Under -j 2 an input replaced by mv, appended to or truncated gave a silent mix of
+    versions and records cut at stale range ends; now that file fails, nothing is written
+    (in place: the changed input is left as it is), no temporary file stays."""
+    src = tmp_path / "in" / "in.jsonl"
+    src.parent.mkdir()
+    original = dataset.read_bytes()
+    src.write_bytes(original)
+    out = tmp_path / "out" / "out.jsonl"
+    out.parent.mkdir()
+    target = ["--in-place"] if in_place else ["-o", str(out)]
+    env = {**os.environ, "XCOMPACT_CHECKPOINT_SECONDS": "0.01", "XCOMPACT_TEST_PARALLEL_MIN_BYTES": "0",
+           "XCOMPACT_TEST_CHUNK_BYTES": "65536"}
+    proc = subprocess.Popen([sys.executable, "-m", "compactor_cli", "toolcall", "--keep", "2", "-j", jobs, "-q",
+                             str(src), *target], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    try:
+        wait_for_checkpoint(proc, min_offset=1)
+        proc.send_signal(signal.SIGSTOP)
+        after = None
+        _mutate(case, src, original)
+        after = src.read_bytes()
+    finally:
+        proc.send_signal(signal.SIGCONT)
+    _, err = proc.communicate(timeout=300)
+    assert b"Traceback" not in err, err
+    assert proc.returncode == 1, err
+    assert b"changed while it was being read" in err, err
+    assert src.read_bytes() == after  # in place: never renamed over the changed input
+    assert not out.exists()
+    assert _leftovers(out.parent, src.parent) == []
