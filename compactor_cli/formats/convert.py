@@ -203,6 +203,24 @@ def _image_url(p: dict) -> tuple[str, Any]:
     return image["url"], image.get("detail")
 
 
+#: What the writers below read of a plain OpenAI message; any other key with a value is noted.
+_READ_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "reasoning_content", "reasoning"})
+
+
+def _note_dropped(m: dict, target: str, notes: Notes) -> None:
+    """Say (per record, counted) which message keys the target format has no place for, e.g.
+    ``name``, ``audio``, ``metadata``: nothing is dropped silently (and --strict fails it)."""
+    for k, v in m.items():
+        if k not in _READ_KEYS and v is not None:
+            notes.add(f"message '{k}' values not carried over ({target} messages have no '{k}')")
+
+
+def _note_part(p: dict, read: tuple, target: str, notes: Notes) -> None:
+    for k, v in p.items():
+        if k not in read and v is not None:
+            notes.add(f"'{k}' of {p.get('type')} parts not carried over ({target} has no place for it)")
+
+
 def _openai_parts_to_anthropic(content: Any, notes: Notes) -> Any:
     if not isinstance(content, list):
         return content if content is not None else ""
@@ -210,8 +228,10 @@ def _openai_parts_to_anthropic(content: Any, notes: Notes) -> Any:
     for p in content:
         t = p.get("type") if isinstance(p, dict) else None
         if t == "text":
+            _note_part(p, ("type", "text"), "Anthropic", notes)
             out.append({"type": "text", "text": p.get("text", "")})
         elif t == "image_url":
+            _note_part(p, ("type", "image_url"), "Anthropic", notes)
             url, detail = _image_url(p)
             if detail is not None:
                 notes.add(f"image detail {detail!r} (Anthropic images have none)")
@@ -243,6 +263,7 @@ def plain_to_anthropic(plain: dict, notes: Notes) -> dict:
     leading = True
     for m in msgs:
         role = m.get("role")
+        _note_dropped(m, "Anthropic", notes)
         if role in ("system", "developer") and leading:
             c = m.get("content")
             system_texts.append(c if isinstance(c, str) else "\n".join(
@@ -317,8 +338,10 @@ def _responses_parts(content: Any, role: str, notes: Notes) -> Any:
     for p in content:
         t = p.get("type") if isinstance(p, dict) else None
         if t == "text":
+            _note_part(p, ("type", "text"), "Responses", notes)
             out.append({"type": kind, "text": p.get("text", "")})
         elif t == "image_url" and role != "assistant":
+            _note_part(p, ("type", "image_url"), "Responses", notes)
             url, detail = _image_url(p)
             out.append({"type": "input_image", "image_url": url, **({"detail": detail} if detail is not None else {})})
         elif t in ("input_text", "output_text", "input_image", "input_file", "refusal"):
@@ -340,6 +363,8 @@ def plain_to_responses(plain: dict, notes: Notes) -> dict:
     if msgs and msgs[0].get("role") == "system" and isinstance(msgs[0].get("content"), str):
         result["instructions"] = msgs[0]["content"]
         start = 1
+    for m in msgs:
+        _note_dropped(m, "Responses", notes)
     for m in msgs[start:]:
         role = m.get("role")
         if role in ("user", "system", "developer", "assistant"):

@@ -10,6 +10,8 @@ command does, and the run exits 1.
 
 from __future__ import annotations
 
+import re
+
 import sys
 from typing import Any
 
@@ -25,6 +27,10 @@ def _emit(line: str) -> None:
     click.echo(line, err=True)
 
 
+#: A number of 19 digits or more after a JSON value separator: possibly beyond 64 bits.
+_BIG_INT = re.compile(rb"[\[:,]\s*-?\d{19,}")
+
+
 def convert_record(raw: bytes, from_: str, to: str, source: str | None, line: int | None,
                    form: str, strict: bool = False) -> tuple[bytes, dict[str, Any]]:
     """(bytes to write, report item) of one record; a failed record is passed through."""
@@ -35,7 +41,8 @@ def convert_record(raw: bytes, from_: str, to: str, source: str | None, line: in
 
     item: dict[str, Any] = {"source": source, "line": line}
     try:
-        dump, codec = parse_record(raw, from_, source=source, line=line)
+        exact = _BIG_INT.search(raw) is not None  # an integer orjson would read as a float: read it exactly
+        dump, codec = parse_record(raw, from_, exact=exact, source=source, line=line)
         fatal = [p for p in codec.problems(dump) if p.fatal]
         if fatal:
             raise InvalidInputError(fatal[0].message, fatal[0].pointer)
@@ -53,7 +60,12 @@ def convert_record(raw: bytes, from_: str, to: str, source: str | None, line: in
                     messages_after=_count(native, to))
         if notes:
             item["notes"] = notes
-        return dump_bytes(native, form), item
+        try:
+            return dump_bytes(native, form), item
+        except InvalidInputError:
+            if not exact:
+                raise
+            return dump_bytes(native, form, exact=True), item  # integers beyond 64 bits, written exactly
     except InvalidInputError as exc:
         item.update(status="INVALID_INPUT", error=str(exc))
         return raw, item
