@@ -117,3 +117,27 @@ def test_image_detail_is_carried_to_responses(tmp_path):
     assert proc.returncode == 0, proc.stderr
     part = orjson.loads(proc.stdout)["input"][0]["content"][0]
     assert part == {"type": "input_image", "image_url": "https://x/a.png", "detail": "high"}
+
+
+FORMATS_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "formats"
+
+
+@pytest.mark.parametrize("message", ["", "Summary so far: counted lines."])
+def test_a_codex_compacted_line_keeps_its_replacement_history(tmp_path, message):
+    """A compacted line's replacement_history summary was dropped."""
+    lines = (FORMATS_DIR / "codex_rollout.jsonl").read_bytes().splitlines()
+    history = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "count the lines"}]},
+               {"type": "message", "role": "user", "content": [
+                   {"type": "input_text", "text": "SUMMARY: app.py has 120 lines; test fixed to 4."}]}]
+    compacted = {"timestamp": "2026-01-01T00:00:00Z", "type": "compacted",
+                 "payload": {"message": message, "replacement_history": history}}
+    at = next(i for i, ln in enumerate(lines) if b'"compacted"' in ln)
+    lines[at] = orjson.dumps(compacted)
+    src = tmp_path / "rollout.jsonl"
+    src.write_bytes(b"\n".join(lines) + b"\n")
+    proc = xcompact("toolcall", "-q", "--keep", "100", str(src))
+    assert proc.returncode == 0, proc.stderr
+    dump = orjson.loads(proc.stdout)
+    texts = [m.get("content") for m in dump["messages"] if isinstance(m.get("content"), str)]
+    assert any("SUMMARY: app.py has 120 lines" in t and "count the lines" in t and message in t for t in texts)
+    assert dump["source"]["compactions"][0]["replacement_items"] == 2
