@@ -78,3 +78,12 @@ def test_parallel_tool_calls_are_not_taken_for_a_rewind(tmp_path):
     dump = orjson.loads(proc.stdout)
     assert "rewound_branches" not in dump["source"]
     assert sum(len(m.get("tool_calls") or ()) for m in dump["messages"]) >= 3
+
+
+@pytest.mark.parametrize("kind", ["prompt", "reply"])
+def test_a_rewound_branch_is_not_merged_when_converting_to_anthropic(tmp_path, kind):
+    src = _write(tmp_path, _with_rewind(kind))
+    proc = xcompact("convert", "-q", "--to", "anthropic", str(src))
+    assert proc.returncode == 0, proc.stderr
+    assert b"ABANDONED" not in proc.stdout
+    assert orjson.loads(proc.stdout)["source"]["rewound_branches"]

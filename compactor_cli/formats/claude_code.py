@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from .base import SOURCE_KEY, fail, jdump, type_name
+from .claude_code_tree import rewound_branches
 
 NO_RESULT = "[no result recorded in the Claude Code log]"
 _EVENT_KEYS = ("sessionId", "parentUuid", "uuid", "isSidechain", "userType")
@@ -219,101 +220,6 @@ class _Reader:
         return {"messages": self.messages, SOURCE_KEY: src}, notes
 
 
-def _parent(e: dict) -> Any:
-    """The event before ``e`` in its conversation (across a compact_boundary, whose parentUuid
-    is null, through its logicalParentUuid)."""
-    p = e.get("parentUuid")
-    return p if isinstance(p, str) else e.get("logicalParentUuid") if isinstance(e.get("logicalParentUuid"), str) \
-        else None
-
-
-def _turn_key(e: dict, parent: dict | None) -> Any:
-    """What makes a child event a new turn (so two of them under one parent are a rewind): a
-    user prompt (not only tool results), or an assistant message other than its parent's. Parallel
-    tool calls (the next block of the same message, a tool result) are not turns."""
-    msg = e.get("message") if isinstance(e.get("message"), dict) else {}
-    if e.get("type") == "user":
-        content = msg.get("content")
-        if isinstance(content, list) and content and all(
-                isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
-            return None
-        return ("user", e.get("uuid"))
-    mid = msg.get("id")
-    pmid = (parent.get("message") or {}).get("id") if isinstance(parent, dict) and \
-        isinstance(parent.get("message"), dict) else None
-    if mid is not None and mid == pmid:
-        return None
-    return ("assistant", mid if isinstance(mid, str) else e.get("uuid"))
-
-
-def rewound_branches(events: list[tuple[int, Any]]) -> tuple[set[int], list[dict]]:
-    """Indexes of the dialogue events on branches the session left (a prompt edited or a reply
-    regenerated: two turns under one parent), and one note per branch. The branch kept is the
-    one the session continued on: the ancestry of its last dialogue event."""
-    by_uuid: dict[str, int] = {}
-    for i, (_, e) in enumerate(events):
-        if isinstance(e, dict) and isinstance(e.get("uuid"), str):
-            by_uuid.setdefault(e["uuid"], i)
-    dialogue = [i for i, (_, e) in enumerate(events) if isinstance(e, dict) and e.get("type") in ("user", "assistant")
-                and not e.get("isSidechain")]
-    turns: dict[str, dict[Any, int]] = {}
-    for i in dialogue:
-        e = events[i][1]
-        p = e.get("parentUuid")
-        if not isinstance(p, str):
-            continue
-        parent = events[by_uuid[p]][1] if p in by_uuid else None
-        key = _turn_key(e, parent)
-        if key is not None:
-            turns.setdefault(p, {}).setdefault(key, i)
-    forks = {p: kids for p, kids in turns.items() if len(kids) > 1}
-    if not forks or not dialogue:
-        return set(), []
-    chain: set[int] = set()
-    cur: int | None = dialogue[-1]
-    while cur is not None and cur not in chain:
-        chain.add(cur)
-        p = _parent(events[cur][1])
-        cur = by_uuid.get(p) if p is not None else None
-    # only where the kept branch passes the fork can the other children be told apart from it
-    roots = {i for p, kids in forks.items() if by_uuid.get(p) in chain for i in kids.values() if i not in chain}
-    if not roots:
-        return set(), []
-    dropped: set[int] = set()
-    memo: dict[int, int | None] = {}
-
-    def root_of(i: int) -> int | None:
-        seen = []
-        cur2: int | None = i
-        found: int | None = None
-        while cur2 is not None:
-            if cur2 in memo:
-                found = memo[cur2]
-                break
-            seen.append(cur2)
-            if cur2 in roots:
-                found = cur2
-                break
-            if cur2 in chain:
-                break
-            p = _parent(events[cur2][1])
-            cur2 = by_uuid.get(p) if p is not None else None
-            if cur2 in seen:
-                break
-        for k in seen:
-            memo[k] = found
-        return found
-
-    sizes: dict[int, int] = {}
-    for i in dialogue:
-        r = root_of(i)
-        if r is not None:
-            dropped.add(i)
-            sizes[r] = sizes.get(r, 0) + 1
-    branches = [{"line": events[r][0], "events": n} for r, n in sorted(sizes.items())]
-    return dropped, branches
-
-
 def read_claude_code(events: Iterable[tuple[int, Any]], source: str | None = None) -> tuple[dict, list[str]]:
     """(OpenAI dump, notes) of a session given as (line, parsed event) pairs."""
     events = list(events)
@@ -382,6 +288,10 @@ def read_claude_code_anthropic(events: Iterable[tuple[int, Any]], source: str | 
     out: list[dict] = []
     lines: list[int] = []
     src: dict[str, Any] = {"format": "claude-code", "file": source}
+    dropped, branches = rewound_branches(events)
+    dropped_ids = {(events[i][0], id(events[i][1])) for i in dropped}
+    if branches:
+        src["rewound_branches"] = branches
     skipped: dict[str, int] = {}
     unanswered: list[str] = []
     orphans: list[str] = []
