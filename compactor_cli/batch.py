@@ -158,11 +158,16 @@ def build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) ->
     """Settings and report parameters from click's parameter values (what the CLI passes: every
     option of the command, by its click parameter name, already converted). ``explicit``: the
     parameters the user gave (openai-only options given to the extractive backend are refused)."""
+    from dataclasses import replace
+
     configured = _build(command, values, explicit)
+    history = values.get("claude_code_history") or "since-compaction"
+    if history != "since-compaction":  # recorded only when not the default (journal keys, reports unchanged)
+        configured = Configured(command, replace(configured.settings, claude_code_history=history),
+                                {**configured.parameters, "claude_code_history": history}, configured.warnings)
     fmt = values.get("input_format") or "auto"
     if fmt == "auto":
         return configured
-    from dataclasses import replace
 
     return Configured(command, replace(configured.settings, input_format=fmt),
                       {**configured.parameters, "from": fmt}, configured.warnings)

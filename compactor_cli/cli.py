@@ -256,6 +256,7 @@ def restore(**kw: Any) -> None:
 @cli.command()
 @opt.inputs
 @opt.from_format
+@opt.cc_history
 @opt.report
 @opt.quiet
 @opt.strict

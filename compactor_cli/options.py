@@ -78,6 +78,12 @@ from_format = click.option("--from", "--input-format", "input_format", type=clic
                            help="Format of the inputs; auto detects it per record (a Claude Code or Codex log per "
                                 "file). openai, anthropic and responses are written back in their format, logs as "
                                 "OpenAI dumps.")
+cc_history = click.option("--claude-code-history", "claude_code_history",
+                          type=click.Choice(["since-compaction", "full"]), default="since-compaction",
+                          show_default=True,
+                          help="Claude Code logs: read from the last compact_boundary (what the model had; the "
+                               "earlier part is carried in source.before_compaction and restore gives it back), "
+                               "or the whole file.")
 engine = click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
                       help="local: this machine (-j processes); ray: a Ray cluster (pip install 'xcompact[ray]'); "
                            "inputs and -o DIR may be s3:// or gs:// URLs, outputs are directories of ordered parts.")
@@ -88,8 +94,8 @@ address = click.option("--address", metavar="ADDR", default=None,
 
 def io_options(f: F) -> F:
     """Inputs, where outputs go, the report, scale: every command that writes conversations."""
-    for opt in reversed([inputs, from_format, output, in_place, report, quiet, strict, jobs, resume, engine, address,
-                         config]):
+    for opt in reversed([inputs, from_format, cc_history, output, in_place, report, quiet, strict, jobs, resume, engine,
+                         address, config]):
         f = opt(f)
     return f
 

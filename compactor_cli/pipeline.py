@@ -59,14 +59,17 @@ def op_toolcall(dump: dict, settings: Settings) -> Result:
 def op_restore(dump: dict, settings: Settings) -> Result:
     from .restore import restore_details
 
+    from .formats.claude_code_tree import give_back_before_compaction
+
     new, restored, missing = restore_details(dump)
-    fields: dict[str, Any] = {"restored_count": restored}
+    new, earlier = give_back_before_compaction(new)  # a Claude Code log read since its compaction
+    fields: dict[str, Any] = {"restored_count": restored + earlier}
     if missing:
         fields["missing_count"] = missing
         fields["warning"] = (f"{missing} placeholder{'s' if missing != 1 else ''} or summary round"
                              f"{'s' if missing != 1 else ''} could not be given back: no original is stored "
                              "(compacted with --originals drop, or by another tool); they stay as they are")
-    return new, Status.RESTORED if new is not dump else Status.NOTHING_TO_RESTORE, fields
+    return new, Status.RESTORED if new is not dump or earlier else Status.NOTHING_TO_RESTORE, fields
 
 
 def op_validate(dump: dict, settings: Settings) -> Result:
@@ -90,7 +93,8 @@ def _prepare(rec: Record, settings: Settings, exact: bool) -> tuple[dict, Codec,
     The codec keeps the input's shape too: a bare list that now carries originals becomes an
     object that remembers it was a list, so restore can give the list back."""
     try:
-        dump, codec = parse_record(rec.raw, settings.input_format, exact, rec.source, rec.line)
+        dump, codec = parse_record(rec.raw, settings.input_format, exact, rec.source, rec.line,
+                                   history=settings.claude_code_history)
     except InvalidInputError as exc:
         hint = hint_for(rec.raw, str(exc))
         if hint:

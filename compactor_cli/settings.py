@@ -65,6 +65,7 @@ class Settings:
     check: bool = False  # compact --check
     backend: BackendConfig | None = None  # summarize, compact (not --check)
     input_format: str = "auto"  # --from: one of formats.FORMATS, or auto (detected per record)
+    claude_code_history: str = "since-compaction"  # or "full": where a Claude Code log is read from
 
 
 @dataclass(frozen=True)

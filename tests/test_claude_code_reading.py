@@ -74,7 +74,7 @@ def test_a_rewound_branch_is_not_merged_into_the_conversation(tmp_path, kind):
 
 
 def test_parallel_tool_calls_are_not_taken_for_a_rewind(tmp_path):
-    proc = xcompact("toolcall", "-q", "--keep", "100", str(SESSION))
+    proc = xcompact("toolcall", "-q", "--keep", "100", "--claude-code-history", "full", str(SESSION))
     dump = orjson.loads(proc.stdout)
     assert "rewound_branches" not in dump["source"]
     assert sum(len(m.get("tool_calls") or ()) for m in dump["messages"]) >= 3
@@ -87,3 +87,77 @@ def test_a_rewound_branch_is_not_merged_when_converting_to_anthropic(tmp_path, k
     assert proc.returncode == 0, proc.stderr
     assert b"ABANDONED" not in proc.stdout
     assert orjson.loads(proc.stdout)["source"]["rewound_branches"]
+
+
+# ---------------------------------------------------------------- since the last compact_boundary
+
+def _run_json(*args: str) -> dict:
+    proc = xcompact(*args)
+    assert proc.returncode == 0, proc.stderr
+    return orjson.loads(proc.stdout)
+
+
+def test_a_log_is_read_from_its_last_compact_boundary_by_default(tmp_path):
+    """The whole file was read across Claude Code's own compaction: a context the model never had."""
+    since = _run_json("toolcall", "-q", "--keep", "100", str(SESSION))
+    full = _run_json("toolcall", "-q", "--keep", "100", "--claude-code-history", "full", str(SESSION))
+    assert since["messages"][0]["content"].startswith("This session is being continued")
+    assert len(since["messages"]) < len(full["messages"])
+    before = since["source"]["before_compaction"]
+    assert before["messages"] + since["messages"] == full["messages"]  # nothing lost, carried
+    assert before["boundary_line"] == 18
+
+
+@pytest.mark.parametrize("command", [["toolcall", "--keep", "0"], ["toolcall", "--keep", "0", "-j", "2"],
+                                     ["compact", "--backend", "extractive", "--token-threshold", "100"]])
+def test_restore_gives_back_the_part_before_the_compaction(tmp_path, command):
+    out = tmp_path / "out.jsonl"
+    proc = xcompact(*command, "-q", str(SESSION), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    back = _run_json("restore", "-q", str(out))
+    full = _run_json("toolcall", "-q", "--keep", "100", "--claude-code-history", "full", str(SESSION))
+    assert back["messages"] == full["messages"]
+    assert back["source"] == full["source"]
+
+
+def test_token_counts_are_those_of_what_the_model_had(tmp_path):
+    def tokens(*extra: str) -> int:
+        rep = tmp_path / "r.json"
+        proc = xcompact("toolcall", "-q", "--keep", "100", *extra, str(SESSION), "-o", str(tmp_path / "o.jsonl"),
+                        "--report", str(rep))
+        assert proc.returncode == 0, proc.stderr
+        return orjson.loads(rep.read_bytes())["items"][0]["tokens_before"]
+
+    assert tokens() < tokens("--claude-code-history", "full")
+
+
+@pytest.mark.parametrize("history", ["since-compaction", "full"])
+def test_is_error_on_a_tool_result_survives(tmp_path, history):
+    """is_error on tool results was dropped."""
+    events = _events()
+    for e in events:
+        for b in (e.get("message") or {}).get("content") or ():
+            if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") == "toolu_test":
+                b["is_error"] = True
+    src = _write(tmp_path, events)
+    dump_path = tmp_path / "dump.jsonl"
+    proc = xcompact("toolcall", "-q", "--keep", "100", "--claude-code-history", history, str(src), "-o", str(dump_path))
+    assert proc.returncode == 0, proc.stderr
+    dump = orjson.loads(dump_path.read_bytes())
+    msgs = dump["messages"] + dump["source"].get("before_compaction", {}).get("messages", [])
+    marked = [m for m in msgs if m.get("is_error")]
+    assert [m["tool_call_id"] for m in marked] == ["toolu_test"]
+    back = _run_json("convert", "-q", "--to", "anthropic", "--claude-code-history", "full", str(dump_path))
+    blocks = [b for m in back["messages"] if isinstance(m["content"], list) for b in m["content"]]
+    if history == "full":
+        assert [b.get("tool_use_id") for b in blocks if b.get("is_error")] == ["toolu_test"]
+
+
+@pytest.mark.parametrize("to", ["openai", "anthropic", "responses"])
+def test_convert_reads_since_the_compaction_and_carries_the_rest(tmp_path, to):
+    since = _run_json("convert", "-q", "--to", to, str(SESSION))
+    full = _run_json("convert", "-q", "--to", to, "--claude-code-history", "full", str(SESSION))
+    body = "input" if to == "responses" else "messages"
+    assert len(since[body]) < len(full[body])
+    assert since["source"]["before_compaction"]["messages"]
+    assert b"toolu_grep" in orjson.dumps(since)  # an early call, carried

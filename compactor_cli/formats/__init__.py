@@ -74,7 +74,7 @@ def detect_format(obj: Any) -> str:
 
 
 def read(obj: Any, from_: str = "auto", source: str | None = None, line: int | None = None,
-         events: list[tuple[int, Any]] | None = None) -> tuple[dict, Codec]:
+         events: list[tuple[int, Any]] | None = None, history: str = "since-compaction") -> tuple[dict, Codec]:
     """(internal dump, codec) of a parsed record in format ``from_`` ("auto": detected).
     ``events``: the (line, object) pairs of a whole Claude Code or Codex file."""
     fmt = from_
@@ -101,10 +101,13 @@ def read(obj: Any, from_: str = "auto", source: str | None = None, line: int | N
             raise InvalidInputError(f"this is one line of {NAMES[fmt]}, whose whole file is one conversation: "
                                     f"read the file with --from {fmt}")
         if fmt == "claude-code":
-            from .claude_code import read_claude_code as reader_fl
+            from .claude_code import read_claude_code
+
+            dump, notes = read_claude_code(events, source, history)
         else:
-            from .codex import read_codex as reader_fl
-        dump, notes = reader_fl(events, source)
+            from .codex import read_codex
+
+            dump, notes = read_codex(events, source)
         return dump, LogCodec(fmt, events, notes)
     if fmt == "swe-agent":
         from .swe_agent import read_swe_agent as reader
@@ -130,20 +133,20 @@ def _split_lines(raw: bytes, exact: bool) -> list[tuple[int, Any]]:
 
 
 def parse_record(raw: bytes, from_: str = "auto", exact: bool = False, source: str | None = None,
-                 line: int | None = None) -> tuple[dict, Codec]:
+                 line: int | None = None, history: str = "since-compaction") -> tuple[dict, Codec]:
     """Bytes of one record -> (internal dump, codec); InvalidInputError when it is not a
     conversation in that format. A Claude Code or Codex record is the bytes of a whole file."""
     from ..files import parse_exact, parse_json
 
     if from_ in FILE_LEVEL:
-        return read(None, from_, source, line, events=_split_lines(raw, exact))
+        return read(None, from_, source, line, events=_split_lines(raw, exact), history=history)
     try:
         obj = parse_exact(raw) if exact else parse_json(raw)
     except InvalidInputError as exc:
         if from_ == "auto" and str(exc).startswith("broken JSON") and b"\n" in raw.strip():
             fmt = _lines_format(raw)
             if fmt:
-                return read(None, fmt, source, line, events=_split_lines(raw, exact))
+                return read(None, fmt, source, line, events=_split_lines(raw, exact), history=history)
         raise
     return read(obj, from_, source, line)
 
@@ -215,11 +218,13 @@ def file_format(path: str, from_: str = "auto") -> str | None:
         return None
 
 
-def read_file(path: str, from_: str = "auto") -> Iterator[tuple[str | int | None, dict, Codec]]:
+def read_file(path: str, from_: str = "auto", history: str = "since-compaction"
+              ) -> Iterator[tuple[str | int | None, dict, Codec]]:
     """Library entry point: every conversation of one file as (where, internal dump, codec);
-    raises InvalidInputError for the first record that cannot be read."""
+    raises InvalidInputError for the first record that cannot be read. ``history``: where a
+    Claude Code log is read from ("since-compaction" or "full")."""
     for rec in iter_records(path, from_=from_):
-        dump, codec = parse_record(rec.raw, from_, source=rec.source, line=rec.line)
+        dump, codec = parse_record(rec.raw, from_, source=rec.source, line=rec.line, history=history)
         yield rec.line, dump, codec
 
 

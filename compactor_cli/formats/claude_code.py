@@ -9,14 +9,16 @@ reading, lossy and documented:
   its ``reasoning_content`` (the signature is dropped), ``tool_use`` blocks its ``tool_calls``
   (``input`` as JSON arguments). Server tool blocks are carried as text parts.
 - A user event's ``tool_result`` blocks become ``tool`` messages (string or text/image parts;
-  ``is_error`` is not carried), its other blocks one user message (images as data-URL parts).
+  ``is_error: true`` is kept as a key of the tool message, and written back by convert --to anthropic), its other blocks one user message (images as data-URL parts).
 - ``isSidechain`` events of a sub-agent are read when the whole file is a sub-agent's; in a main
   session that also holds them (old versions), they are skipped and counted.
 - ``progress``, ``file-history-snapshot``, ``queue-operation`` and other ``system`` events carry
   nothing the model saw: skipped, counted in ``source.skipped``; ``toolUseResult`` (the tool's
   structured result) too. ``compact_boundary`` events are listed in
   ``source.compact_boundaries`` with the index of the first message after them (the session's
-  own summary follows as a user message); ``summary`` lines in ``source.summaries``.
+  own summary follows as a user message); by default the conversation starts at the last one
+  (what the model had) and the messages before it are carried in ``source.before_compaction``,
+  which restore puts back (``--claude-code-history full`` reads the whole file); ``summary`` lines in ``source.summaries``.
 - A rewind (a prompt edited or a reply regenerated: two turns under one ``parentUuid``) keeps
   the branch the session continued on, the ancestry of its last event; the events of the other
   branches are not read, listed in ``source.rewound_branches`` (line, events) and noted.
@@ -33,7 +35,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from .base import SOURCE_KEY, fail, jdump, type_name
-from .claude_code_tree import rewound_branches
+from .claude_code_tree import rewound_branches, split_at_boundary
 
 NO_RESULT = "[no result recorded in the Claude Code log]"
 _EVENT_KEYS = ("sessionId", "parentUuid", "uuid", "isSidechain", "userType")
@@ -127,11 +129,12 @@ class _Reader:
                 body = _parts(body, self.counts)
             elif body is not None and not isinstance(body, str):
                 body = jdump(body)
-            if b.get("is_error"):
-                self.count("tool results marked is_error (not carried)")
             if isinstance(cid, str) and cid in self.open:
                 del self.open[cid]
-                self.emit({"role": "tool", "tool_call_id": cid, "content": body}, line)
+                result = {"role": "tool", "tool_call_id": cid, "content": body}
+                if b.get("is_error") is True:  # kept as a marker on the tool message (back in Anthropic form)
+                    result["is_error"] = True
+                self.emit(result, line)
             else:
                 orphans.append((cid, body))
         if orphans or others:
@@ -220,8 +223,11 @@ class _Reader:
         return {"messages": self.messages, SOURCE_KEY: src}, notes
 
 
-def read_claude_code(events: Iterable[tuple[int, Any]], source: str | None = None) -> tuple[dict, list[str]]:
-    """(OpenAI dump, notes) of a session given as (line, parsed event) pairs."""
+def read_claude_code(events: Iterable[tuple[int, Any]], source: str | None = None,
+                     history: str = "since-compaction") -> tuple[dict, list[str]]:
+    """(OpenAI dump, notes) of a session given as (line, parsed event) pairs. ``history``:
+    "since-compaction" reads from the last compact_boundary (the earlier part is carried, see
+    claude_code_tree.split_at_boundary), "full" the whole file."""
     events = list(events)
     if not events:
         raise fail("empty Claude Code session: no events")
@@ -269,7 +275,10 @@ def read_claude_code(events: Iterable[tuple[int, Any]], source: str | None = Non
             r.skipped[key] = r.skipped.get(key, 0) + 1
     if sidechain_file:
         r.src["sidechain"] = True
-    return r.finish(events[-1][0])
+    dump, notes = r.finish(events[-1][0])
+    if history == "since-compaction":
+        split_at_boundary(dump, notes)
+    return dump, notes
 
 
 # ---------------------------------------------------------------- as an Anthropic request

@@ -105,3 +105,60 @@ def rewound_branches(events: list[tuple[int, Any]]) -> tuple[set[int], list[dict
             sizes[r] = sizes.get(r, 0) + 1
     branches = [{"line": events[r][0], "events": n} for r, n in sorted(sizes.items())]
     return dropped, branches
+
+
+#: Key of ``source`` carrying the messages before the last compact_boundary.
+BEFORE_KEY = "before_compaction"
+
+
+def _is_results(m: dict) -> bool:
+    """A message of tool results (OpenAI ``tool``, or an Anthropic user message of results)."""
+    content = m.get("content")
+    return m.get("role") == "tool" or (m.get("role") == "user" and isinstance(content, list) and bool(content)
+                                       and all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content))
+
+
+def split_at_boundary(dump: dict, notes: list[str]) -> None:
+    """Start the conversation at the last compact_boundary (what the model had after Claude
+    Code's own compaction); the messages before it go, unchanged, to
+    ``source.before_compaction`` so nothing is lost and restore gives them back. A result the
+    reader added for a call left open at the boundary stays with its call."""
+    src = dump["source"]
+    boundaries = src.get("compact_boundaries") or []
+    if not boundaries:
+        return
+    cut = boundaries[-1]["before_message"]
+    msgs, lines = dump["messages"], src["lines"]
+    while cut < len(msgs) and _is_results(msgs[cut]):
+        cut += 1
+    if cut <= 0 or cut >= len(msgs):
+        return
+    src[BEFORE_KEY] = {"messages": msgs[:cut], "lines": lines[:cut], "boundary_line": boundaries[-1]["line"]}
+    dump["messages"], src["lines"] = msgs[cut:], lines[cut:]
+    for b in boundaries:
+        b["before_message"] -= cut
+    note = (f"{cut} messages before the last compact_boundary (line {boundaries[-1]['line']}) carried in "
+            f"source.{BEFORE_KEY}, not in the conversation (restore puts them back; "
+            "--claude-code-history full reads them)")
+    notes.append(note)
+    src.setdefault("notes", notes)
+
+
+def give_back_before_compaction(dump: Any) -> tuple[Any, int]:
+    """restore: the messages carried before the last compact_boundary go back in front.
+    Returns (dump, messages given back)."""
+    src = dump.get("source") if isinstance(dump, dict) else None
+    before = src.get(BEFORE_KEY) if isinstance(src, dict) else None
+    if not isinstance(before, dict) or not isinstance(before.get("messages"), list):
+        return dump, 0
+    src = {k: v for k, v in src.items() if k != BEFORE_KEY}
+    if isinstance(src.get("notes"), list):
+        src["notes"] = [n for n in src["notes"] if not (isinstance(n, str) and f"source.{BEFORE_KEY}" in n)]
+        if not src["notes"]:
+            del src["notes"]
+    if isinstance(src.get("lines"), list) and isinstance(before.get("lines"), list):
+        src["lines"] = before["lines"] + src["lines"]
+    for b in src.get("compact_boundaries") or ():
+        if isinstance(b, dict) and isinstance(b.get("before_message"), int):
+            b["before_message"] += len(before["messages"])
+    return {**dump, "messages": before["messages"] + dump["messages"], "source": src}, len(before["messages"])

@@ -205,13 +205,15 @@ def _image_url(p: dict) -> tuple[str, Any]:
 
 #: What the writers below read of a plain OpenAI message; any other key with a value is noted.
 _READ_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "reasoning_content", "reasoning"})
+#: Keys a writer reads for one target only (noted for the others).
+_TARGET_KEYS = {"Anthropic": frozenset({"is_error"})}
 
 
 def _note_dropped(m: dict, target: str, notes: Notes) -> None:
     """Say (per record, counted) which message keys the target format has no place for, e.g.
     ``name``, ``audio``, ``metadata``: nothing is dropped silently (and --strict fails it)."""
     for k, v in m.items():
-        if k not in _READ_KEYS and v is not None:
+        if k not in _READ_KEYS and k not in _TARGET_KEYS.get(target, ()) and v is not None:
             notes.add(f"message '{k}' values not carried over ({target} messages have no '{k}')")
 
 
@@ -295,6 +297,8 @@ def plain_to_anthropic(plain: dict, notes: Notes) -> dict:
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.get("tool_call_id")}
             c = m.get("content")
             block["content"] = c if isinstance(c, str) else _as_blocks(c, notes) if c is not None else ""
+            if m.get("is_error") is True:  # a Claude Code (or Anthropic) error marker, back where it belongs
+                block["is_error"] = True
             if out and out[-1]["role"] == "user":  # results go first in their user message
                 blocks = out[-1]["content"]
                 k = 0
@@ -396,7 +400,7 @@ def plain_to_responses(plain: dict, notes: Notes) -> dict:
     return result
 
 
-def convert(dump: dict, codec: Any, to: str) -> tuple[Any, list[str]]:
+def convert(dump: dict, codec: Any, to: str, history: str = "since-compaction") -> tuple[Any, list[str]]:
     """(the record in format ``to``, notes) of an internal dump read with ``codec``."""
     if to not in TARGETS:
         raise ValueError(f"unknown target {to!r}")
@@ -408,7 +412,12 @@ def convert(dump: dict, codec: Any, to: str) -> tuple[Any, list[str]]:
         from .claude_code import read_claude_code_anthropic
 
         src = dump.get("source") or {}
-        return read_claude_code_anthropic(codec.original, src.get("file"))
+        native, lines = read_claude_code_anthropic(codec.original, src.get("file"))
+        if history == "since-compaction":
+            from .claude_code_tree import split_at_boundary
+
+            split_at_boundary(native, lines)
+        return native, lines
     plain = to_plain_openai(dump, codec.format, notes)
     if to == "openai":
         native: Any = plain
