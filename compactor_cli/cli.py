@@ -309,13 +309,21 @@ def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no:
             if line_no is not None and rec.line not in (line_no, None):
                 continue
             try:
-                dump, _ = parse_record(rec.raw, input_format, source=rec.source, line=rec.line)
+                dump, codec = parse_record(rec.raw, input_format, source=rec.source, line=rec.line)
+                fatal = [p for p in codec.problems(dump) if p.fatal]  # shapes checked before any lookup
+                if fatal:
+                    raise InvalidInputError(fatal[0].message, fatal[0].pointer)
                 content, shared = extract_tool_result(dump, tool_call_id, occurrence)
                 found.append((rec, content, shared))
             except InvalidInputError as exc:
                 if "no compacted tool result" not in str(exc):
                     errors += 1
                     _emit(f"error: {rec.where}: {exc}")
+            except Exception as exc:  # noqa: BLE001  one odd record never ends the search
+                from .pipeline import unexpected_error
+
+                errors += 1
+                _emit(f"error: {rec.where}: {unexpected_error(exc)}")
     except (InvalidInputError, OSError) as exc:
         _emit(f"error: {input_path}: {getattr(exc, 'strerror', None) or exc}")
         sys.exit(EXIT_FAILED)

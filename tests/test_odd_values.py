@@ -145,3 +145,18 @@ def test_swe_agent_tool_call_ids_as_an_object_fails_only_its_record(tmp_path):
     index = next(i for i, m in enumerate(history) if "tool_call_ids" in m)
     for command in COMMANDS:
         _check_batch(tmp_path, "swe-agent", _set(base, ("history", index, "tool_call_ids"), {"a": 1}), command)
+
+
+@pytest.mark.parametrize("odd", [{"messages": "x"}, {"messages": [None]}, {"messages": [[]]}, {"messages": None},
+                                 {"messages": [{"role": "tool", "tool_call_id": ["c"], "content": "x"}]}])
+def test_extract_past_an_odd_record_finds_the_result(tmp_path, odd):
+    """extract stopped with a traceback at the first record of an unexpected shape."""
+    from compactor_cli import reclaim_tool_results
+
+    compacted, _ = reclaim_tool_results(tool_conv(3, size=300), keep=0)
+    src = tmp_path / "c.jsonl"
+    src.write_bytes(orjson.dumps(odd) + b"\n" + orjson.dumps(compacted) + b"\n")
+    res = CliRunnerOnce.invoke(cli, ["extract", "call_0", str(src)])
+    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
+    assert res.stdout.startswith("result 0 ")
+    assert res.exit_code == 1 and f"error: {src}:1:" in res.stderr
