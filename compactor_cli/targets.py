@@ -125,6 +125,9 @@ def _output_targets(files: list[InputFile], inputs: list[str], output: str | Non
             raise UsageError("several inputs: give -o DIR for the outputs, or --in-place")
         if output is None or is_stdout(output):
             return [Target(files[0], None)]
+        if output.lower().endswith(".traj") and not is_special(output):
+            raise UsageError(f"-o {output}: a .traj name says SWE-agent trajectory, but xcompact writes a log as an "
+                             "OpenAI dump; name the output .json (or .jsonl)")
     input_ids = {file_identity(f.path): f.path for f in files if f.path != STDIN and not is_special(f.path)}
     targets: list[Target] = []
     seen: dict[tuple, str] = {}

@@ -245,3 +245,11 @@ def test_a_claude_code_log_whose_first_line_is_over_1_mib_is_recognised(tmp_path
     assert proc.returncode == 0, no_traceback(proc)
     assert len(proc.stdout.splitlines()) == 1
     assert orjson.loads(proc.stdout)["source"]
+
+
+def test_an_output_named_like_a_trajectory_is_refused(tmp_path):
+    traj = tmp_path / "t.traj"
+    traj.write_bytes((FORMATS_DIR / "swe_agent_text_actions.traj").read_bytes())
+    proc = xcompact("toolcall", str(traj), "-o", str(tmp_path / "out.traj"))
+    assert proc.returncode == 2 and ".json" in no_traceback(proc)
+    assert not (tmp_path / "out.traj").exists()
