@@ -37,7 +37,7 @@ from .settings import Settings
 COMMANDS = ("toolcall", "summarize", "compact", "restore", "validate")
 #: Options of the command line that are about files and the run, not about a record.
 RUN_OPTIONS = frozenset({"inputs", "output", "in_place", "report_path", "quiet", "jobs", "resume", "engine",
-                         "address"})
+                         "address", "api_ready", "sidecar"})
 
 
 # ---------------------------------------------------------------- options -> Settings

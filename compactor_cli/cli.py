@@ -69,7 +69,8 @@ def _run(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> None:
     run_io = RunIO(inputs=tuple(io["inputs"]), output=io.get("output"), in_place=io.get("in_place", False),
                    report_path=io.get("report_path"), quiet=io.get("quiet", False), jobs=io.get("jobs") or 0,
                    resume=io.get("resume", False),
-                   parameters={**parameters, "config": ctx.meta.get("xcompact_config")})
+                   parameters={**parameters, "config": ctx.meta.get("xcompact_config")},
+                   api_ready=io.get("api_ready"), sidecar=io.get("sidecar"))
     from .sinks import StdoutClosed
 
     try:
@@ -157,6 +158,7 @@ def cli() -> None:
 
 @cli.command()
 @opt.io_options
+@opt.api_ready
 @opt.keep
 @opt.originals
 @opt.token_options
@@ -175,6 +177,7 @@ def toolcall(**kw: Any) -> None:
 
 @cli.command()
 @opt.io_options
+@opt.api_ready
 @opt.cut_options
 @opt.backend_options("--model")
 @opt.originals
@@ -195,6 +198,7 @@ def summarize(**kw: Any) -> None:
 
 @cli.command()
 @opt.io_options
+@opt.api_ready
 @click.option("--token-threshold", type=click.IntRange(min=1, max=MAX_INT), default=None,
               help="Compact conversations over this many tokens [default: 192000, or 70% of --model's window].")
 @click.option("--message-threshold", type=click.IntRange(min=1, max=MAX_INT), default=None,
@@ -240,6 +244,7 @@ def compact(**kw: Any) -> None:
 
 @cli.command()
 @opt.io_options
+@opt.sidecar
 @opt.token_options
 def restore(**kw: Any) -> None:
     """Give back the conversations as they were before compaction.
@@ -284,8 +289,9 @@ def validate(**kw: Any) -> None:
 @click.option("--line", "line_no", type=click.IntRange(min=1, max=MAX_INT), default=None,
               help="JSONL: look only in the conversation on this line.")
 @opt.from_format
+@opt.sidecar
 def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no: int | None,
-            input_format: str) -> None:
+            input_format: str, sidecar: str | None) -> None:
     """Print the original content of a compacted tool result.
 
     A string is printed as it is; list-of-parts content is printed as JSON. When several
@@ -304,7 +310,12 @@ def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no:
     errors = 0
     last_line = 0
     try:
-        for rec in iter_records(input_path, from_=input_format):
+        records = iter_records(input_path, from_=input_format)
+        if sidecar is not None:  # an --api-ready output: its bookkeeping comes back record by record
+            from .apiready import SidecarReader, merged
+
+            records = merged(records, SidecarReader(sidecar))
+        for rec in records:
             last_line = rec.line or last_line
             if line_no is not None and rec.line not in (line_no, None):
                 continue

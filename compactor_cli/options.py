@@ -84,6 +84,13 @@ cc_history = click.option("--claude-code-history", "claude_code_history",
                           help="Claude Code logs: read from the last compact_boundary (what the model had; the "
                                "earlier part is carried in source.before_compaction and restore gives it back), "
                                "or the whole file.")
+api_ready = click.option("--api-ready", "api_ready", metavar="SIDECAR", default=None,
+                         help="Write each output record exactly as its API takes it (no xcompact bookkeeping at the "
+                              "top level); the bookkeeping goes, record by record, to the JSONL file SIDECAR, which "
+                              "restore --sidecar and extract --sidecar read. One input; not with --resume.")
+sidecar = click.option("--sidecar", "sidecar", metavar="SIDECAR", default=None,
+                       help="The --api-ready sidecar of this input: its bookkeeping is put back record by record "
+                            "before reading.")
 engine = click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
                       help="local: this machine (-j processes); ray: a Ray cluster (pip install 'xcompact[ray]'); "
                            "inputs and -o DIR may be s3:// or gs:// URLs, outputs are directories of ordered parts.")

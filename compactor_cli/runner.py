@@ -63,8 +63,10 @@ def _open_journal(settings: Settings, io: RunIO, targets: list[Target], emit: Em
     if streams and io.resume:  # a FIFO, <(...) or /dev/stdin cannot be read again from a checkpoint
         raise UsageError(f"--resume cannot continue {streams[0]}: it is a stream (stdin, a FIFO, <(...) or a "
                          "device), which cannot be read a second time; save it to a file first, or run without --resume")
+    if io.resume and (io.api_ready or io.sidecar):
+        raise UsageError("--resume cannot continue an --api-ready or --sidecar run: run it again without --resume")
     journaled = settings.write_output and all(t.path is not None for t in targets) and not streams \
-        and io.report_path != STDIN
+        and io.report_path != STDIN and not io.api_ready and not io.sidecar
     if not journaled:
         if io.resume:
             raise UsageError("--resume needs outputs in files (-o or --in-place), inputs in files and the report "
@@ -121,16 +123,47 @@ def run_command(settings: Settings, io: RunIO, emit: Emit,
                     settings.input_format)
     counter = make_counter(settings)
     transform, backend = make_transform(settings, counter)  # option problems surface here, before any work
+    side = _sidecars(io, plan.targets)
     journal = _open_journal(settings, io, plan.targets, emit)
     try:
-        return _run_journaled(settings, io, plan, counter, transform, backend, journal, emit, progress)
+        return _run_journaled(settings, io, plan, counter, transform, backend, journal, emit, progress, side)
     finally:
         if journal is not None:
             journal.release()
 
 
+def _sidecars(io: RunIO, targets: list[Target]) -> dict[str, Any]:
+    """--api-ready / --sidecar: checked before any work (one input; a path that is no input,
+    output or report)."""
+    path = io.api_ready or io.sidecar
+    if path is None:
+        return {}
+    flag = "--api-ready" if io.api_ready else "--sidecar"
+    if len(targets) != 1:
+        raise UsageError(f"{flag} takes one input (its sidecar lines follow that input's records)")
+    from .sinks import file_identity
+
+    ident = file_identity(path)
+    named = [t.input.path for t in targets] + [t.path for t in targets if t.path] + \
+        ([io.report_path] if io.report_path and io.report_path != STDIN else [])
+    for other in named:
+        if other != STDIN and file_identity(other) == ident:
+            raise UsageError(f"{flag} {path} is also {other}: choose another sidecar path")
+    if io.sidecar:
+        from .apiready import SidecarReader
+
+        try:
+            return {"reader": SidecarReader(path)}
+        except InvalidInputError as exc:
+            raise UsageError(str(exc)) from None
+    if os.path.isdir(path):
+        raise UsageError(f"--api-ready {path} is a directory; name a file")
+    return {"path": path}
+
+
 def _run_journaled(settings: Settings, io: RunIO, plan: Any, counter: Any, transform: Any, backend: Any,
-                   journal: Journal | None, emit: Emit, progress: Callable[[int, str], Progress] | None) -> int:
+                   journal: Journal | None, emit: Emit, progress: Callable[[int, str], Progress] | None,
+                   side: dict[str, Any]) -> int:
     if journal is not None and journal.finished:
         if not io.quiet:  # resuming a finished run must not run it again: --in-place it would compact its output
             emit("nothing to resume: this run already finished (run without --resume to start again)")
@@ -156,7 +189,9 @@ def _run_journaled(settings: Settings, io: RunIO, plan: Any, counter: Any, trans
 
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        _Batch(settings, report, emit, io.quiet, progress, outcomes, journal).run(plan.targets)
+        batch = _Batch(settings, report, emit, io.quiet, progress, outcomes, journal)
+        batch.side = side
+        batch.run(plan.targets)
         closer()
         report.close()
     except KeyboardInterrupt:
@@ -220,6 +255,14 @@ def _outcomes(settings: Settings, io: RunIO, targets: list[Target], transform: A
     return serial_outcomes(transform, settings, counter), lambda: None
 
 
+def _abort(sink: Any) -> None:
+    if sink is not None:
+        try:
+            sink.abort()
+        except OSError:
+            pass
+
+
 def _refuse_log_in_place(outcome: Outcome) -> None:
     """A log is read lossily: written back over itself it would be gone (the file stays as it was)."""
     from .formats.base import LOG_FORMATS
@@ -240,6 +283,7 @@ class _Batch:
         self.progress, self.outcomes, self.journal = progress, outcomes, journal
         self.warned = self.errored = 0
         self.committed: set[int] = journal.done if journal else set()
+        self.side: dict[str, Any] = {}  # --api-ready: {"path"}; --sidecar: {"reader"}
 
     def run(self, targets: list[Target]) -> None:
         for index, target in enumerate(targets):
@@ -351,6 +395,7 @@ class _Batch:
             if start:
                 bar.update(start)
         sink = None
+        api_sink: Any = None
         in_place = target.path is not None and src != STDIN and os.path.exists(src) and \
             os.path.realpath(src) == os.path.realpath(target.path)
         fp = fingerprint(src) if journaled else None
@@ -378,7 +423,9 @@ class _Batch:
                                 "report_start": report_start})
                     last = time.monotonic()
 
-            ranges = getattr(self.outcomes, "ranges", None)
+            api_sink = open_sink(self.side["path"]) if "path" in self.side else None
+            reader = self.side.get("reader")
+            ranges = getattr(self.outcomes, "ranges", None) if not self.side else None
             if ranges is not None and src.lower().endswith(JSONL_SUFFIXES) and is_regular_input(src) \
                     and file_format(src, self.settings.input_format) is None:  # a whole-file log is one record
                 base, seen = start_line - 1, start > 0
@@ -399,8 +446,12 @@ class _Batch:
                 if not seen:
                     raise InvalidInputError("empty file: expected one conversation per line (JSONL)")
             else:
-                for rec, outcome in self.outcomes(iter_records(src, display, self.settings.input_format, start,
-                                                               start_line)):
+                records = iter_records(src, display, self.settings.input_format, start, start_line)
+                if reader is not None:
+                    from .apiready import merged
+
+                    records = merged(records, reader)
+                for rec, outcome in self.outcomes(records):
                     if in_place and sink is not None:
                         _refuse_log_in_place(outcome)
                     self.report.add(outcome.item)
@@ -408,10 +459,16 @@ class _Batch:
                     if bar is not None:
                         bar.update(len(rec.raw))
                     if sink is not None and outcome.out is not None:
+                        out = outcome.out
+                        if api_sink is not None:  # the record as its API takes it; the bookkeeping aside
+                            from .apiready import sidecar_line, split_record
+
+                            out, keys = split_record(out, rec.form)
+                            api_sink.write(sidecar_line(rec, keys))
                         if rec.form == "json":
-                            pending_doc = outcome.out
+                            pending_doc = out
                         else:
-                            sink.write(outcome.out)
+                            sink.write(out)
                     if rec.form == "jsonl":
                         checkpoint(rec.end, (rec.line or 0) + 1)
             if ident is not None and input_identity(src) != ident:
@@ -424,29 +481,38 @@ class _Batch:
                     self._save({"index": index, "committing": True, "partial": sink.tmp, "output_length": length,
                                 "output_crc": crc, "report_start": report_start})
                 sink.commit()
+            if api_sink is not None:
+                api_sink.commit()
+                api_sink = None
             if journaled:
                 self.committed.add(index)
         except StdoutClosed:
+            _abort(api_sink)
             if sink is not None:
                 sink.abort()
             raise
         except ReportError:  # a full disk or a file size limit: not resumable, nothing is kept
+            _abort(api_sink)
             if sink is not None:
                 sink.abort()
             raise
         except (InvalidInputError, OutputError) as exc:
+            _abort(api_sink)
             if sink is not None:
                 sink.abort()
             self._file_error(display, str(exc))
         except OSError as exc:
+            _abort(api_sink)
             if sink is not None:
                 sink.abort()
             self._file_error(display, f"cannot read or write: {exc.strerror or exc}")
         except KeyboardInterrupt:
+            _abort(api_sink)
             if sink is not None:
                 sink.abort(keep=journaled)  # interrupted: the partial output waits for --resume
             raise
         except BaseException:
+            _abort(api_sink)
             if sink is not None:
                 sink.abort()
             raise

@@ -80,3 +80,5 @@ class RunIO:
     jobs: int = 0
     resume: bool = False
     parameters: dict[str, Any] = field(default_factory=dict)  # as the report records them
+    api_ready: str | None = None  # --api-ready SIDECAR: outputs without bookkeeping, which goes here
+    sidecar: str | None = None  # restore/extract --sidecar SIDECAR: the bookkeeping to put back
