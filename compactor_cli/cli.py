@@ -94,7 +94,9 @@ def _run_ray(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> N
                              "write to -o DIR"),
                             ("resume", "--resume", "a Ray run is not journaled; run it again (its output "
                              "directory must be new or empty)"),
-                            ("jobs", "-j/--jobs", "Ray schedules its own workers (size the cluster instead)")):
+                            ("jobs", "-j/--jobs", "Ray schedules its own workers (size the cluster instead)"),
+                            ("api_ready", "--api-ready", "its sidecar follows one local input's records; run locally"),
+                            ("sidecar", "--sidecar", "its lines follow one local input's records; run locally")):
         if io.get(name) and _explicit(name):
             raise click.UsageError(f"{flag} does not apply to --engine ray: {why}")
     try:

@@ -15,6 +15,7 @@ from typing import Any, Callable, Protocol
 from .errors import InvalidInputError, OutputError, UsageError
 from .files import CHANGED_INPUT, Record, input_identity
 from .formats import file_format, iter_records
+from .guards import abort_quietly, plan_sidecars, refuse_log_in_place
 from .journal import CHECKPOINT_SECONDS, Journal, JournalBusy, fingerprint, journal_path
 from .parallel import (MODEL_COMMANDS, AsyncOutcomes, Outcomes, ParallelOutcomes, make_counter, make_transform,
                        serial_outcomes)
@@ -123,42 +124,13 @@ def run_command(settings: Settings, io: RunIO, emit: Emit,
                     settings.input_format)
     counter = make_counter(settings)
     transform, backend = make_transform(settings, counter)  # option problems surface here, before any work
-    side = _sidecars(io, plan.targets)
+    side = plan_sidecars(io, plan.targets)
     journal = _open_journal(settings, io, plan.targets, emit)
     try:
         return _run_journaled(settings, io, plan, counter, transform, backend, journal, emit, progress, side)
     finally:
         if journal is not None:
             journal.release()
-
-
-def _sidecars(io: RunIO, targets: list[Target]) -> dict[str, Any]:
-    """--api-ready / --sidecar: checked before any work (one input; a path that is no input,
-    output or report)."""
-    path = io.api_ready or io.sidecar
-    if path is None:
-        return {}
-    flag = "--api-ready" if io.api_ready else "--sidecar"
-    if len(targets) != 1:
-        raise UsageError(f"{flag} takes one input (its sidecar lines follow that input's records)")
-    from .sinks import file_identity
-
-    ident = file_identity(path)
-    named = [t.input.path for t in targets] + [t.path for t in targets if t.path] + \
-        ([io.report_path] if io.report_path and io.report_path != STDIN else [])
-    for other in named:
-        if other != STDIN and file_identity(other) == ident:
-            raise UsageError(f"{flag} {path} is also {other}: choose another sidecar path")
-    if io.sidecar:
-        from .apiready import SidecarReader
-
-        try:
-            return {"reader": SidecarReader(path)}
-        except InvalidInputError as exc:
-            raise UsageError(str(exc)) from None
-    if os.path.isdir(path):
-        raise UsageError(f"--api-ready {path} is a directory; name a file")
-    return {"path": path}
 
 
 def _run_journaled(settings: Settings, io: RunIO, plan: Any, counter: Any, transform: Any, backend: Any,
@@ -253,25 +225,6 @@ def _outcomes(settings: Settings, io: RunIO, targets: list[Target], transform: A
         async_map = AsyncOutcomes(transform, settings, counter, 2 * concurrency if is_openai else 1)
         return async_map, lambda: async_map.close(backend)
     return serial_outcomes(transform, settings, counter), lambda: None
-
-
-def _abort(sink: Any) -> None:
-    if sink is not None:
-        try:
-            sink.abort()
-        except OSError:
-            pass
-
-
-def _refuse_log_in_place(outcome: Outcome) -> None:
-    """A log is read lossily: written back over itself it would be gone (the file stays as it was)."""
-    from .formats.base import LOG_FORMATS
-    from .formats.detect import NAMES
-    from .targets import LOG_IN_PLACE
-
-    fmt = outcome.item.get("format")
-    if fmt in LOG_FORMATS:
-        raise InvalidInputError(LOG_IN_PLACE.format(what=f"this file ({NAMES[fmt]})") + "; it is unchanged")
 
 
 class _Batch:
@@ -432,7 +385,7 @@ class _Batch:
                 for lo, hi, chunk in ranges(src, display, start, ident):
                     for rel, end, outcome in chunk.records:
                         if in_place:
-                            _refuse_log_in_place(outcome)
+                            refuse_log_in_place(outcome)
                         outcome.item["line"] = base + rel
                         self.report.add(outcome.item)
                         self._warn_at(f"{display}:{base + rel}", outcome)
@@ -453,7 +406,7 @@ class _Batch:
                     records = merged(records, reader)
                 for rec, outcome in self.outcomes(records):
                     if in_place and sink is not None:
-                        _refuse_log_in_place(outcome)
+                        refuse_log_in_place(outcome)
                     self.report.add(outcome.item)
                     self._warn(rec, outcome)
                     if bar is not None:
@@ -487,32 +440,32 @@ class _Batch:
             if journaled:
                 self.committed.add(index)
         except StdoutClosed:
-            _abort(api_sink)
+            abort_quietly(api_sink)
             if sink is not None:
                 sink.abort()
             raise
         except ReportError:  # a full disk or a file size limit: not resumable, nothing is kept
-            _abort(api_sink)
+            abort_quietly(api_sink)
             if sink is not None:
                 sink.abort()
             raise
         except (InvalidInputError, OutputError) as exc:
-            _abort(api_sink)
+            abort_quietly(api_sink)
             if sink is not None:
                 sink.abort()
             self._file_error(display, str(exc))
         except OSError as exc:
-            _abort(api_sink)
+            abort_quietly(api_sink)
             if sink is not None:
                 sink.abort()
             self._file_error(display, f"cannot read or write: {exc.strerror or exc}")
         except KeyboardInterrupt:
-            _abort(api_sink)
+            abort_quietly(api_sink)
             if sink is not None:
                 sink.abort(keep=journaled)  # interrupted: the partial output waits for --resume
             raise
         except BaseException:
-            _abort(api_sink)
+            abort_quietly(api_sink)
             if sink is not None:
                 sink.abort()
             raise
