@@ -20,6 +20,13 @@ def plan_sidecars(io: RunIO, targets: list[Target]) -> dict[str, Any]:
     if path is None:
         return {}
     flag = "--api-ready" if io.api_ready else "--sidecar"
+    from .sinks import is_stdout
+
+    if io.api_ready and (path == STDIN or is_stdout(path)):
+        raise UsageError("--api-ready: the sidecar cannot go to stdout (the data may be there); name a file")
+    if io.api_ready and io.in_place:
+        raise UsageError("--api-ready with --in-place would leave the originals only in the sidecar: write the "
+                         "API-ready output elsewhere with -o")
     if len(targets) != 1:
         raise UsageError(f"{flag} takes one input (its sidecar lines follow that input's records)")
     from .sinks import file_identity

@@ -105,7 +105,7 @@ def test_a_sidecar_that_does_not_match_fails_the_file(tmp_path, damage):
     assert not back.exists()
 
 
-@pytest.mark.parametrize("args", [["--resume"], ["SECOND"], ["SIDE=OUT"], ["SIDE=IN"]])
+@pytest.mark.parametrize("args", [["--resume"], ["SECOND"], ["SIDE=OUT"], ["SIDE=IN"], ["SIDE=STDOUT"], ["IN-PLACE"]])
 def test_api_ready_usage_errors(tmp_path, args):
     src = tmp_path / "in.jsonl"
     src.write_bytes(orjson.dumps(tool_conv(3)) + b"\n")
@@ -118,9 +118,12 @@ def test_api_ready_usage_errors(tmp_path, args):
         side = out
     elif args == ["SIDE=IN"]:
         side = src
-    else:
+    elif args == ["SIDE=STDOUT"]:
+        side = Path("/dev/stdout")
+    elif args != ["IN-PLACE"]:
         extra = args
-    proc = xcompact("toolcall", str(src), *extra, "-o", str(out), "--api-ready", str(side))
+    where = ["--in-place"] if args == ["IN-PLACE"] else ["-o", str(out)]
+    proc = xcompact("toolcall", str(src), *extra, *where, "--api-ready", str(side))
     assert proc.returncode == 2 and b"Traceback" not in proc.stderr, proc.stderr
     assert src.read_bytes() == orjson.dumps(tool_conv(3)) + b"\n"
 
