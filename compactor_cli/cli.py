@@ -85,6 +85,11 @@ def _run(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> None:
             _emit(f"error: {exc}")
             sys.exit(EXIT_FAILED)
         raise click.UsageError(str(exc)) from None
+    except OSError as exc:  # outside any one input (e.g. the tokenizer's cache under a full disk or ulimit -f)
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        _emit(f"error: a file this run needs cannot be read or written: {exc.strerror or exc}{where}; "
+              "free space or raise the limit and run again")
+        sys.exit(EXIT_FAILED)
     sys.exit(code)
 
 

@@ -64,6 +64,16 @@ def test_a_write_that_fails_on_a_file_size_limit_leaves_no_temporary_file(tmp_pa
     assert not list(journals_dir().glob("*.json")), "a failed run that cannot be resumed left its journal"
 
 
+def test_a_file_size_limit_hit_while_loading_the_tokenizer_is_one_error_line(tmp_path):
+    """With token counting, the tokenizer's cache write under ulimit -f was a traceback."""
+    src = _many_records(tmp_path, n=3)
+    proc = xcompact("toolcall", "-q", str(src), "-o", str(tmp_path / "o.jsonl"), preexec_fn=_file_size_limit(4096))
+    err = proc.stderr.decode()
+    assert "Traceback" not in err, err
+    assert proc.returncode in (0, 1) and err.count("\n") <= 2, err
+    assert _leftovers(tmp_path, src.parent) == []
+
+
 def test_finished_runs_leave_no_journal_and_the_cache_does_not_grow(tmp_path):
     """Every finished run left its journal in ~/.cache/xcompact/journals forever."""
     for i in range(6):
