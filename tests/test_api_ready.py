@@ -125,6 +125,9 @@ def test_api_ready_usage_errors(tmp_path, args):
     where = ["--in-place"] if args == ["IN-PLACE"] else ["-o", str(out)]
     proc = xcompact("toolcall", str(src), *extra, *where, "--api-ready", str(side))
     assert proc.returncode == 2 and b"Traceback" not in proc.stderr, proc.stderr
+    why = {"--resume": b"--resume", "SECOND": b"one input", "SIDE=OUT": b"sidecar", "SIDE=IN": b"sidecar",
+           "SIDE=STDOUT": b"stdout", "IN-PLACE": b"--in-place"}[args[0]]
+    assert why in proc.stderr and b"No such option" not in proc.stderr, proc.stderr
     assert src.read_bytes() == orjson.dumps(tool_conv(3)) + b"\n"
 
 
