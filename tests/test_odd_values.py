@@ -129,6 +129,11 @@ ISSUE_CASES = {
     "image-url-string": ("openai", ("messages", 1, "content"), [{"type": "image_url", "image_url": "http://x/y.png"}]),
     "anthropic-block-type-list": ("anthropic", ("messages", 1, "content", 1, "type"), ["text"]),
     "responses-item-type-object": ("responses", ("input", 2, "type"), {"a": 1}),
+    "anthropic-tool-use-id-list": ("anthropic", ("messages", 1, "content", 2, "id"), ["toolu_01"]),
+    "anthropic-tool-use-id-list-result": ("anthropic", ("messages", 2, "content", 0, "tool_use_id"), ["toolu_01"]),
+    "responses-call-id-list": ("responses", ("input", 2, "call_id"), ["call_1"]),
+    "responses-output-call-id-list": ("responses", ("input", 3, "call_id"), ["call_1"]),
+    "claude-code-tool-use-id-list": ("claude-code", (7, "message", "content", 0, "tool_use_id"), ["toolu_x"]),
 }
 
 
@@ -144,7 +149,8 @@ def test_swe_agent_tool_call_ids_as_an_object_fails_only_its_record(tmp_path):
     history = base["history"]
     index = next(i for i, m in enumerate(history) if "tool_call_ids" in m)
     for command in COMMANDS:
-        _check_batch(tmp_path, "swe-agent", _set(base, ("history", index, "tool_call_ids"), {"a": 1}), command)
+        for odd in ({"a": 1}, {"a": "call_1", "b": "call_2"}, "call_1", 5):
+            _check_batch(tmp_path, "swe-agent", _set(base, ("history", index, "tool_call_ids"), odd), command)
 
 
 @pytest.mark.parametrize("odd", [{"messages": "x"}, {"messages": [None]}, {"messages": [[]]}, {"messages": None},
