@@ -40,7 +40,12 @@ FINISHED_KEPT = 512
 
 
 class JournalBusy(Exception):
-    """Another run of the same command on the same paths holds the journal."""
+    """Another run of the same command on the same paths holds the journal (``busy``), or the
+    journal cannot be locked at all (a read-only cache: the message says why)."""
+
+    def __init__(self, message: str, busy: bool) -> None:
+        super().__init__(message)
+        self.busy = busy
 
 
 def journal_path(command: str, parameters: dict[str, Any], targets: list[Target], report_path: str | None) -> str:
@@ -98,8 +103,8 @@ class Journal:
         self.lock = OutputLock(path)
         try:
             self.lock.acquire()
-        except OutputError:
-            raise JournalBusy(path) from None
+        except OutputError as exc:
+            raise JournalBusy(str(exc), busy=str(exc).startswith("another xcompact run")) from None
         self.state: dict[str, Any] = self._fresh()
         self.resumed = False
         self.problem: str | None = None

@@ -84,11 +84,14 @@ def _open_journal(settings: Settings, io: RunIO, targets: list[Target], emit: Em
         return None
     try:
         journal = Journal(path, resume=io.resume)
-    except JournalBusy:
+    except JournalBusy as exc:
         if io.resume:
             raise UsageError("another xcompact run of this command on these paths is running (it holds the "
-                             "journal); wait for it to finish before --resume") from None
-        return None  # its outputs are refused one by one by their locks; the journal stays the other run's
+                             "journal); wait for it to finish before --resume" if exc.busy else
+                             f"cannot lock the journal: {exc}") from None
+        if not exc.busy:
+            emit(f"warning: cannot keep checkpoints ({exc}); this run cannot be resumed (set XDG_CACHE_HOME)")
+        return None  # busy: its outputs are refused one by one by their locks; the journal stays the other run's
     if journal.problem:
         emit(f"warning: cannot resume: {journal.problem}; starting the run afresh")
     return journal
