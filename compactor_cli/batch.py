@@ -37,7 +37,7 @@ from .settings import Settings
 COMMANDS = ("toolcall", "summarize", "compact", "restore", "validate")
 #: Options of the command line that are about files and the run, not about a record.
 RUN_OPTIONS = frozenset({"inputs", "output", "in_place", "report_path", "quiet", "jobs", "resume", "engine",
-                         "address"})
+                         "address", "api_ready", "sidecar"})
 
 
 # ---------------------------------------------------------------- options -> Settings
@@ -159,11 +159,16 @@ def build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) ->
     """Settings and report parameters from click's parameter values (what the CLI passes: every
     option of the command, by its click parameter name, already converted). ``explicit``: the
     parameters the user gave (openai-only options given to the extractive backend are refused)."""
+    from dataclasses import replace
+
     configured = _build(command, values, explicit)
+    history = values.get("claude_code_history") or "since-compaction"
+    if history != "since-compaction":  # recorded only when not the default (journal keys, reports unchanged)
+        configured = Configured(command, replace(configured.settings, claude_code_history=history),
+                                {**configured.parameters, "claude_code_history": history}, configured.warnings)
     fmt = values.get("input_format") or "auto"
     if fmt == "auto":
         return configured
-    from dataclasses import replace
 
     return Configured(command, replace(configured.settings, input_format=fmt),
                       {**configured.parameters, "from": fmt}, configured.warnings)
@@ -342,15 +347,23 @@ def process_lines(lines: Iterable[bytes | str], settings: Settings | str, *, sou
     ``settings``: from ``settings_for``, or a command name with its options as keywords.
     ``source`` and ``first_line`` (the line number of ``lines[0]``) name the records in the
     report items, as the CLI names them ``file:line``."""
+    if isinstance(lines, (str, bytes, bytearray, memoryview)):
+        raise UsageError("process_lines takes an iterable of lines (a list of str or bytes), not one "
+                         f"{type(lines).__name__}: wrap a single line as [line]")
     if isinstance(settings, str):
         settings = settings_for(settings, **options)
     elif options:
-        raise TypeError("give options either through settings_for or here, with a command name")
+        raise UsageError("give options either through settings_for or here, with a command name")
+    elif not isinstance(settings, Settings):
+        raise UsageError(f"settings: expected a Settings from settings_for or a command name, got "
+                         f"{type(settings).__name__}")
     records: list[Record] = []
     line_no = first_line - 1
     for line in lines:
         line_no += 1
-        raw = line.encode("utf-8") if isinstance(line, str) else bytes(line)
+        if not isinstance(line, (str, bytes, bytearray, memoryview)):
+            raise UsageError(f"line {line_no}: expected str or bytes, got {type(line).__name__}")
+        raw = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else bytes(line)
         if not raw.strip():
             continue
         records.append(Record(source, line_no, raw, "jsonl"))

@@ -51,14 +51,21 @@ class SummaryCache:
         except (OSError, sqlite3.Error) as exc:
             self._fail(exc)
             return None
+        if row and isinstance(row[0], bytes):  # stored by put() for a text that is not valid UTF-8
+            return row[0].decode("utf-8", "surrogatepass")
         return row[0] if row and isinstance(row[0], str) else None
 
     def put(self, key: str, summary: str) -> None:
         if self.db is None:
             return
-        try:
-            self.db.execute("INSERT OR REPLACE INTO summaries (key, summary) VALUES (?, ?)", (key, summary))
-        except (OSError, sqlite3.Error) as exc:
+        try:  # a lone surrogate ("\ud800" in a model's answer) cannot be TEXT: kept exactly as bytes
+            value: str | bytes = summary
+            try:
+                summary.encode("utf-8")
+            except UnicodeEncodeError:
+                value = summary.encode("utf-8", "surrogatepass")
+            self.db.execute("INSERT OR REPLACE INTO summaries (key, summary) VALUES (?, ?)", (key, value))
+        except (OSError, sqlite3.Error, ValueError) as exc:
             self._fail(exc)
 
     def close(self) -> None:

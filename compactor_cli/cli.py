@@ -11,6 +11,7 @@ import click
 
 from . import __version__
 from . import options as opt
+from .options import MAX_INT
 from .errors import InvalidInputError, OutputError, UsageError, XCompactError
 from .report import EXIT_FAILED, EXIT_OK, EXIT_STDOUT_CLOSED, EXIT_USAGE
 
@@ -55,6 +56,12 @@ def _run(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> None:
     from .settings import RunIO
 
     ctx = click.get_current_context()
+    for name, source in ctx.meta.get("xcompact_config_destructive", []):
+        if not io.get(name):
+            flag = "--" + name.replace("_", "-")
+            raise click.UsageError(f"{source} sets {name.replace('_', '-')} = true: {flag} rewrites inputs, so it is "
+                                   f"never taken from a config file; give {flag} on the command line (or remove "
+                                   "it from the file)")
     if io.get("engine") == "ray":
         _run_ray(settings, io, parameters)
     if io.get("address"):
@@ -62,7 +69,8 @@ def _run(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> None:
     run_io = RunIO(inputs=tuple(io["inputs"]), output=io.get("output"), in_place=io.get("in_place", False),
                    report_path=io.get("report_path"), quiet=io.get("quiet", False), jobs=io.get("jobs") or 0,
                    resume=io.get("resume", False),
-                   parameters={**parameters, "config": ctx.meta.get("xcompact_config")})
+                   parameters={**parameters, "config": ctx.meta.get("xcompact_config")},
+                   api_ready=io.get("api_ready"), sidecar=io.get("sidecar"))
     from .sinks import StdoutClosed
 
     try:
@@ -77,6 +85,11 @@ def _run(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> None:
             _emit(f"error: {exc}")
             sys.exit(EXIT_FAILED)
         raise click.UsageError(str(exc)) from None
+    except OSError as exc:  # outside any one input (e.g. the tokenizer's cache under a full disk or ulimit -f)
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        _emit(f"error: a file this run needs cannot be read or written: {exc.strerror or exc}{where}; "
+              "free space or raise the limit and run again")
+        sys.exit(EXIT_FAILED)
     sys.exit(code)
 
 
@@ -86,7 +99,9 @@ def _run_ray(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> N
                              "write to -o DIR"),
                             ("resume", "--resume", "a Ray run is not journaled; run it again (its output "
                              "directory must be new or empty)"),
-                            ("jobs", "-j/--jobs", "Ray schedules its own workers (size the cluster instead)")):
+                            ("jobs", "-j/--jobs", "Ray schedules its own workers (size the cluster instead)"),
+                            ("api_ready", "--api-ready", "its sidecar follows one local input's records; run locally"),
+                            ("sidecar", "--sidecar", "its lines follow one local input's records; run locally")):
         if io.get(name) and _explicit(name):
             raise click.UsageError(f"{flag} does not apply to --engine ray: {why}")
     try:
@@ -150,6 +165,7 @@ def cli() -> None:
 
 @cli.command()
 @opt.io_options
+@opt.api_ready
 @opt.keep
 @opt.originals
 @opt.token_options
@@ -168,6 +184,7 @@ def toolcall(**kw: Any) -> None:
 
 @cli.command()
 @opt.io_options
+@opt.api_ready
 @opt.cut_options
 @opt.backend_options("--model")
 @opt.originals
@@ -188,19 +205,20 @@ def summarize(**kw: Any) -> None:
 
 @cli.command()
 @opt.io_options
-@click.option("--token-threshold", type=click.IntRange(min=1), default=None,
+@opt.api_ready
+@click.option("--token-threshold", type=click.IntRange(min=1, max=MAX_INT), default=None,
               help="Compact conversations over this many tokens [default: 192000, or 70% of --model's window].")
-@click.option("--message-threshold", type=click.IntRange(min=1), default=None,
+@click.option("--message-threshold", type=click.IntRange(min=1, max=MAX_INT), default=None,
               help="Compact conversations over this many messages (excludes --token-threshold).")
 @click.option("--model", "conversation_model", default=None,
               help="The conversation's model: with no threshold, trigger at 70% of its context window.")
-@click.option("--context-window", type=click.IntRange(min=1), default=None,
+@click.option("--context-window", type=click.IntRange(min=1, max=MAX_INT), default=None,
               help="Context window for --model when the built-in table does not know it.")
 @opt.keep
 @opt.cut_options
-@click.option("--escalation-rounds", type=click.IntRange(min=1), default=2, show_default=True,
+@click.option("--escalation-rounds", type=click.IntRange(min=1, max=MAX_INT), default=2, show_default=True,
               help="Consecutive tool-call rounds (counted in the dump) after which a summary is forced.")
-@click.option("--max-retries", type=click.IntRange(min=0), default=2, show_default=True,
+@click.option("--max-retries", type=click.IntRange(min=0, max=MAX_INT), default=2, show_default=True,
               help="Extra rounds when still over after a summary; each halves --keep and --keep-recent.")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 when any conversation is over its threshold.")
 @click.option("--dry-run", is_flag=True,
@@ -233,6 +251,7 @@ def compact(**kw: Any) -> None:
 
 @cli.command()
 @opt.io_options
+@opt.sidecar
 @opt.token_options
 def restore(**kw: Any) -> None:
     """Give back the conversations as they were before compaction.
@@ -249,6 +268,7 @@ def restore(**kw: Any) -> None:
 @cli.command()
 @opt.inputs
 @opt.from_format
+@opt.cc_history
 @opt.report
 @opt.quiet
 @opt.strict
@@ -271,13 +291,14 @@ def validate(**kw: Any) -> None:
 @cli.command()
 @click.argument("tool_call_id")
 @click.argument("input_path", metavar="INPUT")
-@click.option("--occurrence", type=click.IntRange(min=1), default=None,
+@click.option("--occurrence", type=click.IntRange(min=1, max=MAX_INT), default=None,
               help="With a repeated tool-call ID: the K-th result with that ID (default: the first).")
-@click.option("--line", "line_no", type=click.IntRange(min=1), default=None,
+@click.option("--line", "line_no", type=click.IntRange(min=1, max=MAX_INT), default=None,
               help="JSONL: look only in the conversation on this line.")
 @opt.from_format
+@opt.sidecar
 def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no: int | None,
-            input_format: str) -> None:
+            input_format: str, sidecar: str | None) -> None:
     """Print the original content of a compacted tool result.
 
     A string is printed as it is; list-of-parts content is printed as JSON. When several
@@ -296,18 +317,31 @@ def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no:
     errors = 0
     last_line = 0
     try:
-        for rec in iter_records(input_path, from_=input_format):
+        records = iter_records(input_path, from_=input_format)
+        if sidecar is not None:  # an --api-ready output: its bookkeeping comes back record by record
+            from .apiready import SidecarReader, merged
+
+            records = merged(records, SidecarReader(sidecar))
+        for rec in records:
             last_line = rec.line or last_line
             if line_no is not None and rec.line not in (line_no, None):
                 continue
             try:
-                dump, _ = parse_record(rec.raw, input_format, source=rec.source, line=rec.line)
+                dump, codec = parse_record(rec.raw, input_format, source=rec.source, line=rec.line)
+                fatal = [p for p in codec.problems(dump) if p.fatal]  # shapes checked before any lookup
+                if fatal:
+                    raise InvalidInputError(fatal[0].message, fatal[0].pointer)
                 content, shared = extract_tool_result(dump, tool_call_id, occurrence)
                 found.append((rec, content, shared))
             except InvalidInputError as exc:
                 if "no compacted tool result" not in str(exc):
                     errors += 1
                     _emit(f"error: {rec.where}: {exc}")
+            except Exception as exc:  # noqa: BLE001  one odd record never ends the search
+                from .pipeline import unexpected_error
+
+                errors += 1
+                _emit(f"error: {rec.where}: {unexpected_error(exc)}")
     except (InvalidInputError, OSError) as exc:
         _emit(f"error: {input_path}: {getattr(exc, 'strerror', None) or exc}")
         sys.exit(EXIT_FAILED)

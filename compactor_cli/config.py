@@ -40,12 +40,47 @@ def find_config(explicit: str | None) -> tuple[str | None, dict[str, Any]]:
     if explicit:
         data = _load_toml(explicit)
         table = data.get("tool", {}).get("xcompact", data) if isinstance(data.get("tool"), dict) else data
+        if not isinstance(table, dict):
+            raise click.UsageError(f"{explicit}: [tool] xcompact must be a table ([tool.xcompact]), "
+                                   f"not {type(table).__name__}")
         return explicit, table
     if os.path.isfile("pyproject.toml"):
-        table = _load_toml("pyproject.toml").get("tool", {}).get("xcompact")
+        tool = _load_toml("pyproject.toml").get("tool", {})
+        table = tool.get("xcompact") if isinstance(tool, dict) else None
+        if table is not None and not isinstance(table, dict):
+            raise click.UsageError(f"{os.path.abspath('pyproject.toml')}: [tool] xcompact must be a table "
+                                   f"([tool.xcompact]), not {type(table).__name__}")
         if isinstance(table, dict):
             return os.path.abspath("pyproject.toml"), table
     return None, {}
+
+
+#: Options that change or remove users' files: never taken from a config file alone (a
+#: pyproject.toml in the working directory must not rewrite the input of a command that asked
+#: for stdout); the command line must say them.
+DESTRUCTIVE = ("in_place",)
+
+
+def _checked(command: click.Command, values: dict[str, Any], source: str) -> dict[str, Any]:
+    """Each config value converted by its option's own type, so a wrong type is a usage error
+    naming the file and the key, never a traceback later."""
+    ctx = click.Context(command)
+    params = {p.name: p for p in command.params}
+    for name, value in values.items():
+        param = params[name]
+        flag = getattr(param, "is_flag", False)
+        try:
+            if flag and not isinstance(value, bool):
+                raise click.BadParameter(f"expected true or false, got {value!r}")
+            if isinstance(value, (list, dict)) and not getattr(param, "multiple", False) and param.nargs == 1:
+                raise click.BadParameter(f"expected one value, got {type(value).__name__} {value!r}")
+            if isinstance(param.type, click.types.IntParamType) and isinstance(value, (bool, float)):
+                raise click.BadParameter(f"expected an integer, got {value!r}")
+            param.type_cast_value(ctx, value)
+        except (click.BadParameter, TypeError, ValueError) as exc:
+            message = exc.format_message() if isinstance(exc, click.BadParameter) else str(exc)
+            raise click.UsageError(f"{source}: {name.replace('_', '-')} = {value!r}: {message}") from None
+    return values
 
 
 def default_map_for(command: click.Command, table: dict[str, Any], source: str) -> dict[str, Any]:
@@ -75,7 +110,7 @@ def default_map_for(command: click.Command, table: dict[str, Any], source: str) 
         k.replace("-", "_") in _option_keys(c) for c in _all_commands(command))]
     if unknown:
         raise click.UsageError(f"{source}: unknown option {unknown[0]!r} in [tool.xcompact]")
-    return result
+    return _checked(command, result, source)
 
 
 def _all_commands(command: click.Command) -> list[click.Command]:
@@ -95,6 +130,9 @@ def load_config_callback(ctx: click.Context, param: click.Parameter, value: str 
     source, table = find_config(value)
     if source is not None:
         defaults = default_map_for(ctx.command, table, source)
+        for name in DESTRUCTIVE:  # checked in cli._run: refused unless the command line says it too
+            if defaults.pop(name, False):
+                ctx.meta.setdefault("xcompact_config_destructive", []).append((name, source))
         ctx.default_map = {**(ctx.default_map or {}), **defaults}
     ctx.meta["xcompact_config"] = source
     return source

@@ -9,7 +9,6 @@ document is ever read whole. Writing lives in sinks.py, the choice of paths in t
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from dataclasses import dataclass
@@ -179,79 +178,167 @@ def _open_input(path: str) -> BinaryIO:
     return open(path, "rb")
 
 
-def _first_byte(fh: BinaryIO) -> int | None:
-    """The first non-blank byte after an optional BOM, without consuming anything (a stream
-    that is not JSON, such as /dev/zero, is refused before a line of it is read)."""
-    peek = getattr(fh, "peek", None)
-    head = peek(4096) if peek is not None else b""
-    head = head[len(_BOM):] if head.startswith(_BOM) else head
-    stripped = head.lstrip()
-    return stripped[0] if stripped else None
+def input_identity(path: str, fd: int | None = None) -> tuple[int, int, int, int] | None:
+    """(device, inode, size, mtime) of a regular input (of ``fd`` when given), None for a
+    stream: what must not change while a run reads the file by byte ranges or rewrites it."""
+    try:
+        st = os.fstat(fd) if fd is not None else os.stat(path)
+    except OSError:
+        return None
+    import stat as _stat
+
+    if not _stat.S_ISREG(st.st_mode):
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
-def iter_records(path: str, display: str | None = None, start: int = 0, start_line: int = 1) -> Iterator[Record]:
+CHANGED_INPUT = ("the input changed while it was being read (replaced, appended to or truncated); its output "
+                 "was not written: run again once the file is complete")
+
+
+class Stream:
+    """One open input with read-ahead pushed back: sniffing (the format, JSON or JSONL) looks
+    at bytes that the records are then read from, so an input is opened once and a FIFO,
+    ``<(...)`` or ``/dev/stdin`` loses nothing to the sniffing."""
+
+    def __init__(self, fh: BinaryIO, own: bool = True) -> None:
+        self.fh, self.own, self.buf = fh, own, b""
+
+    def __enter__(self) -> "Stream":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.own:
+            self.fh.close()
+
+    def _more(self, n: int = 0) -> bool:
+        n = n or max(1 << 16, len(self.buf))  # doubling: a long line costs linear time
+        read1 = getattr(self.fh, "read1", None)
+        chunk = read1(n) if read1 is not None else self.fh.read(n)
+        self.buf += chunk
+        return bool(chunk)
+
+    def first_byte(self) -> int | None:
+        """The first non-blank byte after an optional BOM (None: the input is blank), consuming
+        nothing and reading no further than it."""
+        while True:
+            head = self.buf[len(_BOM):] if self.buf.startswith(_BOM) else self.buf
+            stripped = head.lstrip()
+            if stripped:
+                return stripped[0]
+            if not self._more(1 << 16):
+                return None
+
+    def peek_lines(self, n: int) -> bytes:
+        """The bytes through the first ``n`` non-blank lines (or to the end), consuming nothing."""
+        pos = found = 0
+        while True:
+            nl = self.buf.find(b"\n", pos)
+            if nl < 0:  # read more (doubling, so a long line costs linear time)
+                if not self._more():
+                    return self.buf
+                continue
+            if self.buf[pos:nl].strip(b" \t\r" + _BOM):
+                found += 1
+                if found == n:
+                    return self.buf[:nl + 1]
+            pos = nl + 1
+
+    def unread(self, data: bytes) -> None:
+        self.buf = data + self.buf
+
+    def readline(self) -> bytes:
+        nl = self.buf.find(b"\n")
+        if nl >= 0:
+            line, self.buf = self.buf[:nl + 1], self.buf[nl + 1:]
+            return line
+        line, self.buf = self.buf + self.fh.readline(), b""
+        return line
+
+    def read(self) -> bytes:
+        data, self.buf = self.buf + self.fh.read(), b""
+        return data
+
+    def __iter__(self) -> Iterator[bytes]:
+        while self.buf:
+            yield self.readline()
+        yield from self.fh  # the fast path: the file object's own line iterator
+
+    def seekable(self) -> bool:
+        return bool(getattr(self.fh, "seekable", lambda: False)())
+
+    def seek(self, pos: int) -> None:
+        self.buf = b""
+        self.fh.seek(pos)
+
+
+def open_stream(path: str) -> Stream:
+    """The one open of an input (stdin is not closed afterwards)."""
+    if path == STDIN:
+        return Stream(sys.stdin.buffer, own=False)
+    return Stream(_open_input(path))
+
+
+def _first_byte(fh: Stream) -> int | None:
+    """A stream that is not JSON, such as /dev/zero, is refused before a line of it is read."""
+    return fh.first_byte()
+
+
+def iter_records(path: str, display: str | None = None, start: int = 0, start_line: int = 1,
+                 stream: Stream | None = None) -> Iterator[Record]:
     """Yield the records of one input, streaming JSONL line by line (files, stdin, FIFOs alike;
     only a JSON document is read whole). Raises InvalidInputError for a file-level problem (empty
     file, not JSON) and OSError when it cannot be read. ``start`` and ``start_line`` resume a
-    JSONL input after the records a previous run finished."""
+    JSONL input after the records a previous run finished. ``stream``: the input already open
+    (and sniffed) by the caller."""
     display = display or ("<stdin>" if path == STDIN else path)
+    if stream is None:
+        with open_stream(path) as fh:
+            yield from _records(fh, path, display, start, start_line)
+    else:
+        yield from _records(stream, path, display, start, start_line)
+
+
+def _records(fh: Stream, path: str, display: str, start: int, start_line: int) -> Iterator[Record]:
     lower = path.lower()
-    with (contextlib.nullcontext(_open_input(path)) if path == STDIN else _open_input(path)) as fh:
-        if lower.endswith(JSONL_SUFFIXES):
+    if lower.endswith(JSONL_SUFFIXES):
+        yield from _iter_jsonl(fh, display, start, start_line)
+        return
+    first = _first_byte(fh)
+    if first is not None and first not in b"{[":
+        raise InvalidInputError(f"not JSON: the input starts with {bytes([first])!r}; expected a conversation "
+                                "(a JSON object or list) or JSONL")
+    blank = b""  # leading blank lines stay part of the byte stream (offsets, pass-through)
+    line1 = fh.readline()
+    while line1 and not line1.strip(b" \t\r\n" + _BOM):
+        blank += line1
+        line1 = fh.readline()
+    if _is_value(line1.strip()):
+        # A document cannot hold a complete JSON value on its first line followed by more data,
+        # so that shape means JSONL (also for a .json file); a lone line is a document in .json.
+        gap = b""
+        nxt = fh.readline()
+        while nxt and not nxt.strip():
+            gap += nxt
+            nxt = fh.readline()
+        if nxt or not lower.endswith(".json"):
+            fh.unread(blank + line1 + gap + nxt)
             yield from _iter_jsonl(fh, display, start, start_line)
             return
-        first = _first_byte(fh)
-        if first is not None and first not in b"{[":
-            raise InvalidInputError(f"not JSON: the input starts with {bytes([first])!r}; expected a conversation "
-                                    "(a JSON object or list) or JSONL")
-        blank = b""  # leading blank lines stay part of the byte stream (offsets, pass-through)
-        line1 = fh.readline()
-        while line1 and not line1.strip(b" \t\r\n" + _BOM):
-            blank += line1
-            line1 = fh.readline()
-        if _is_value(line1.strip()):
-            # A document cannot hold a complete JSON value on its first line followed by more data,
-            # so that shape means JSONL (also for a .json file); a lone line is a document in .json.
-            gap = b""
-            nxt = fh.readline()
-            while nxt and not nxt.strip():
-                gap += nxt
-                nxt = fh.readline()
-            if nxt or not lower.endswith(".json"):
-                yield from _iter_jsonl(_Prepend(blank + line1 + gap + nxt, fh), display, start, start_line)
-                return
-            data = blank + line1 + gap
-        else:
-            data = blank + line1 + fh.read()
+        data = blank + line1 + gap
+    else:
+        data = blank + line1 + fh.read()
     if not data.strip():
         raise InvalidInputError("empty file: expected a conversation (JSON) or conversations (JSONL)")
     if start < len(data):
         yield Record(display, None, data, "json", len(data))
 
 
-class _Prepend:
-    """A stream that yields ``head`` (already read while sniffing) before the rest of ``fh``."""
-
-    def __init__(self, head: bytes, fh: BinaryIO) -> None:
-        self.head, self.fh = head, fh
-
-    def __iter__(self) -> Iterator[bytes]:
-        head = self.head
-        while head:
-            cut = head.find(b"\n") + 1 or len(head)
-            yield head[:cut]
-            head = head[cut:]
-        yield from self.fh
-
-    def seekable(self) -> bool:
-        return False
-
-
 def _iter_jsonl(fh: Any, display: str, start: int = 0, start_line: int = 1) -> Iterator[Record]:
     """Lines split on b"\\n" only (a raw U+2028 inside a string is not a line end)."""
     offset = 0
     any_record = start > 0
-    seekable = start and hasattr(fh, "seek") and getattr(fh, "seekable", lambda: False)()
+    seekable = start and fh.seekable()
     if seekable:
         fh.seek(start)
         offset = start

@@ -12,24 +12,40 @@ A resumed run trusts none of it blindly: a partial file that is missing, shorter
 an input that changed, makes that file start afresh (the report rolls back to where the file
 began) and the run says so. A journal that cannot be read starts the whole run afresh. The
 journal's name hashes the command, its parameters and its targets, so other options start
-afresh; a finished run's journal is marked complete, so --resume after the end does nothing."""
+afresh. Only the run holding the journal's lock reads or writes it: a second run of the same
+command on the same paths (refused by the output locks) can neither delete nor finish it. A
+finished run deletes its journal and leaves its key in a short list (the last FINISHED_KEPT
+runs), so --resume after the end does nothing and the cache does not grow with the runs."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import zlib
 from typing import Any
 
 import orjson
 
-from .sinks import write_bytes_atomic
+from .errors import OutputError
+from .sinks import OutputLock, write_bytes_atomic
 from .targets import STDIN, Target
 
 #: Seconds between checkpoints; XCOMPACT_CHECKPOINT_SECONDS overrides (more often costs fsyncs).
 CHECKPOINT_SECONDS = float(os.environ.get("XCOMPACT_CHECKPOINT_SECONDS") or 2.0)
 VERSION = 2
 HEAD_BYTES = 1 << 16
+#: How many finished runs --resume still recognises (a line of 24 characters each).
+FINISHED_KEPT = 512
+
+
+class JournalBusy(Exception):
+    """Another run of the same command on the same paths holds the journal (``busy``), or the
+    journal cannot be locked at all (a read-only cache: the message says why)."""
+
+    def __init__(self, message: str, busy: bool) -> None:
+        super().__init__(message)
+        self.busy = busy
 
 
 def journal_path(command: str, parameters: dict[str, Any], targets: list[Target], report_path: str | None) -> str:
@@ -49,11 +65,22 @@ def fingerprint(path: str) -> dict[str, int] | None:
     """What identifies an input's content cheaply: size, mtime and a checksum of its head."""
     try:
         st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            return None  # a stream is never read here: that would consume what the run must read
         with open(path, "rb") as fh:
             head = fh.read(HEAD_BYTES)
     except OSError:
         return None
     return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "head_crc": zlib.crc32(head)}
+
+
+def _finished_keys(path: str) -> list[str]:
+    try:
+        with open(os.path.join(os.path.dirname(path), "finished"), "rb") as fh:
+            data = fh.read(64 * FINISHED_KEPT)
+    except OSError:
+        return []
+    return [k for k in data.decode("ascii", "replace").split("\n") if k]
 
 
 def _well_formed(state: Any) -> bool:
@@ -73,10 +100,18 @@ class Journal:
 
     def __init__(self, path: str, resume: bool) -> None:
         self.path = path
+        self.lock = OutputLock(path)
+        try:
+            self.lock.acquire()
+        except OutputError as exc:
+            raise JournalBusy(str(exc), busy=str(exc).startswith("another xcompact run")) from None
         self.state: dict[str, Any] = self._fresh()
         self.resumed = False
         self.problem: str | None = None
-        if resume and os.path.exists(path):
+        #: --resume found no journal: the run finished (``finished``) or never checkpointed.
+        self.missing = resume and not os.path.exists(path)
+        self.finished = self.missing and self._key in _finished_keys(path)
+        if resume and not self.missing:
             try:
                 with open(path, "rb") as fh:
                     state = orjson.loads(fh.read())
@@ -86,8 +121,27 @@ class Journal:
                 state, self.problem = None, "its journal is damaged"
             if state is not None:
                 self.state, self.resumed = state, True
+                self.finished = bool(state.get("complete"))  # written by an earlier version
         if not self.resumed:
             self.discard()
+
+    @property
+    def _key(self) -> str:
+        return os.path.basename(self.path).removesuffix(".json")
+
+    def finish(self) -> None:
+        """The run is over: delete the journal, remember the run as finished, unlock."""
+        self.discard()
+        listing = os.path.join(os.path.dirname(self.path), "finished")
+        keys = [k for k in _finished_keys(self.path) if k != self._key][-(FINISHED_KEPT - 1):] + [self._key]
+        try:
+            write_bytes_atomic(listing, "\n".join(keys).encode() + b"\n")
+        except OSError:
+            pass  # costs only the "nothing to resume" message
+        self.release()
+
+    def release(self) -> None:
+        self.lock.release()
 
     @staticmethod
     def _fresh() -> dict[str, Any]:

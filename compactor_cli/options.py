@@ -11,6 +11,34 @@ from .tokens import DEFAULT_ENCODING
 from .toolcall import DEFAULT_KEEP
 
 F = Callable[..., Any]
+#: Counts beyond 64 bits are refused at the edge (a report, a journal and the tiers store them as such).
+MAX_INT = 2**63 - 1
+
+
+def _finite(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """nan and inf pass click's FloatRange (comparisons with nan are false): refuse them."""
+    import math
+
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a finite number", ctx=ctx, param=param)
+    return value
+
+
+def _base_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An http(s) URL with a host and, if any, a numeric port: anything else is a usage error
+    before any work, not a traceback from the HTTP client."""
+    if value is None:
+        return value
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018  raises ValueError for a port that is not a number in range
+    except ValueError as exc:
+        raise click.BadParameter(f"{value!r} is not a valid URL ({exc})", ctx=ctx, param=param) from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise click.BadParameter(f"{value!r}: expected http://HOST[:PORT]/v1 or https://...", ctx=ctx, param=param)
+    return value
 
 inputs = click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
 output = click.option("-o", "--output", metavar="PATH",
@@ -28,7 +56,7 @@ no_tokens = click.option("--no-tokens", is_flag=True, help="Do not count tokens 
 originals = click.option("--originals", type=click.Choice(["keep", "drop"]), default="keep", show_default=True,
                          help="Keep the originals of compacted content in the dump (for extract/restore), "
                               "or drop them for the smallest files.")
-keep = click.option("--keep", type=click.IntRange(min=0), default=DEFAULT_KEEP, show_default=True,
+keep = click.option("--keep", type=click.IntRange(min=0, max=MAX_INT), default=DEFAULT_KEEP, show_default=True,
                     help="How many of the most recent tool results to leave untouched (toolcall_keep_max).")
 
 
@@ -40,7 +68,7 @@ def _config_callback(ctx: click.Context, param: click.Parameter, value: str | No
 
 config = click.option("--config", metavar="FILE", is_eager=True, expose_value=False, callback=_config_callback,
                       help="TOML file of option defaults ([tool.xcompact] tables) [default: ./pyproject.toml].")
-jobs = click.option("-j", "--jobs", type=click.IntRange(min=0), default=0, show_default=True,
+jobs = click.option("-j", "--jobs", type=click.IntRange(min=0, max=MAX_INT), default=0, show_default=True,
                     help="Worker processes for the CPU-bound work; 0 = all cores (one for --no-tokens toolcall/restore "
                          "under 256 MiB). Output is the same for any -j.")
 resume = click.option("--resume", is_flag=True,
@@ -50,6 +78,19 @@ from_format = click.option("--from", "--input-format", "input_format", type=clic
                            help="Format of the inputs; auto detects it per record (a Claude Code or Codex log per "
                                 "file). openai, anthropic and responses are written back in their format, logs as "
                                 "OpenAI dumps.")
+cc_history = click.option("--claude-code-history", "claude_code_history",
+                          type=click.Choice(["since-compaction", "full"]), default="since-compaction",
+                          show_default=True,
+                          help="Claude Code logs: read from the last compact_boundary (what the model had; the "
+                               "earlier part is carried in source.before_compaction and restore gives it back), "
+                               "or the whole file.")
+api_ready = click.option("--api-ready", "api_ready", metavar="SIDECAR", default=None,
+                         help="Write each output record exactly as its API takes it (no xcompact bookkeeping at the "
+                              "top level); the bookkeeping goes, record by record, to the JSONL file SIDECAR, which "
+                              "restore --sidecar and extract --sidecar read. One input; not with --resume.")
+sidecar = click.option("--sidecar", "sidecar", metavar="SIDECAR", default=None,
+                       help="The --api-ready sidecar of this input: its bookkeeping is put back record by record "
+                            "before reading.")
 engine = click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
                       help="local: this machine (-j processes); ray: a Ray cluster (pip install 'xcompact[ray]'); "
                            "inputs and -o DIR may be s3:// or gs:// URLs, outputs are directories of ordered parts.")
@@ -60,8 +101,8 @@ address = click.option("--address", metavar="ADDR", default=None,
 
 def io_options(f: F) -> F:
     """Inputs, where outputs go, the report, scale: every command that writes conversations."""
-    for opt in reversed([inputs, from_format, output, in_place, report, quiet, strict, jobs, resume, engine, address,
-                         config]):
+    for opt in reversed([inputs, from_format, cc_history, output, in_place, report, quiet, strict, jobs, resume, engine,
+                         address, config]):
         f = opt(f)
     return f
 
@@ -77,9 +118,9 @@ def cut_options(f: F) -> F:
     from .summarize import DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS
 
     opts = [
-        click.option("--keep-recent", type=click.IntRange(min=0), default=DEFAULT_KEEP_RECENT, show_default=True,
+        click.option("--keep-recent", type=click.IntRange(min=0, max=MAX_INT), default=DEFAULT_KEEP_RECENT, show_default=True,
                      help="Messages kept verbatim at the end (summary_keep_max); the system message is not counted."),
-        click.option("--max-summary-tokens", type=click.IntRange(min=64), default=DEFAULT_MAX_SUMMARY_TOKENS,
+        click.option("--max-summary-tokens", type=click.IntRange(min=64, max=MAX_INT), default=DEFAULT_MAX_SUMMARY_TOKENS,
                      show_default=True, help="Token budget of the summary (all eight sections)."),
         click.option("--preserve-system/--replace-system", default=True, show_default=True,
                      help="Keep the system prompt verbatim above the summary (Claude Code, Codex and OpenHands "
@@ -99,18 +140,21 @@ def _backend_opts(model_flag: str) -> list[Callable[[F], F]]:
         click.option(model_flag, "summary_model", default=None,
                      help="Model of the openai summariser [default: gpt-4o-mini"
                           + ("; for compact, its --model" if model_flag != "--model" else "") + "]."),
-        click.option("--base-url", default=None, help="OpenAI-compatible server URL (or OPENAI_BASE_URL)."),
-        click.option("--temperature", type=float, default=0.0, show_default=True, help="Sampling temperature."),
-        click.option("--timeout", type=click.FloatRange(min=0.1), default=None,
+        click.option("--base-url", default=None, callback=_base_url,
+                     help="OpenAI-compatible server URL (or OPENAI_BASE_URL)."),
+        click.option("--temperature", type=click.FloatRange(min=0.0, max=2.0), default=0.0, show_default=True,
+                     callback=_finite, help="Sampling temperature (0 to 2)."),
+        click.option("--timeout", type=click.FloatRange(min=0.1), default=None, callback=_finite,
                      help="Seconds per model request [default: 120; 900 for a server on this machine]."),
-        click.option("--retries", type=click.IntRange(min=0), default=4, show_default=True,
-                     help="Retries on 429/5xx/timeouts, with exponential backoff honouring Retry-After."),
-        click.option("--concurrency", type=click.IntRange(min=1), default=None,
+        click.option("--retries", type=click.IntRange(min=0, max=MAX_INT), default=4, show_default=True,
+                     help="Retries of transient failures (429/5xx/timeouts), with exponential backoff honouring "
+                          "Retry-After."),
+        click.option("--concurrency", type=click.IntRange(min=1, max=MAX_INT), default=None,
                      help="Model requests in flight at once (conversations summarised concurrently) [default: 4; 1 "
                           "for a server on this machine, which serves one at a time unless started with parallel slots]."),
         click.option("--prompt-file", type=click.Path(exists=True, dir_okay=False), default=None,
                      help="File whose text replaces the summariser's instructions (the section format is kept)."),
-        click.option("--summary-input-tokens", type=click.IntRange(min=1000), default=None,
+        click.option("--summary-input-tokens", type=click.IntRange(min=1000, max=MAX_INT), default=None,
                      help="Most tokens sent per model request [default: the model's context window from the "
                           "table, else 100000]; longer heads are clipped and summarised in chunks."),
         click.option("--structured", type=click.Choice(["auto", "json_schema", "json_object", "markdown", "json"]),

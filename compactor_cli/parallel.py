@@ -19,7 +19,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
-from .files import Record
+from .errors import InvalidInputError
+from .files import CHANGED_INPUT, Record, input_identity
 from .pipeline import OPERATIONS, Outcome, Transform, process_record, process_record_async
 from .settings import Settings
 from .tokens import TokenCounter
@@ -117,11 +118,16 @@ class ChunkResult:
     lines: int
 
 
-def _work_range(path: str, display: str, start: int, end: int) -> ChunkResult:
-    """A worker reads its own byte range, so the main process never carries the input."""
+def _work_range(path: str, display: str, start: int, end: int, ident: tuple | None = None) -> ChunkResult:
+    """A worker reads its own byte range, so the main process never carries the input; the file
+    it opens must still be the one the run started on (``ident``), else the file fails."""
     with open(path, "rb") as fh:
+        if ident is not None and input_identity(path, fh.fileno()) != ident:
+            raise InvalidInputError(CHANGED_INPUT)
         fh.seek(start)
         data = fh.read(end - start)
+    if len(data) != end - start:
+        raise InvalidInputError(CHANGED_INPUT)
     outs: list[bytes] = []
     records: list[tuple[int, int, Outcome]] = []
     pos = lines = 0
@@ -140,11 +146,13 @@ def _work_range(path: str, display: str, start: int, end: int) -> ChunkResult:
     return ChunkResult(b"".join(outs), records, lines)
 
 
-def chunk_bounds(path: str, start: int, size: int) -> Iterator[tuple[int, int]]:
+def chunk_bounds(path: str, start: int, size: int, ident: tuple | None = None) -> Iterator[tuple[int, int]]:
     """Byte ranges of about ``size`` bytes covering ``path`` from ``start``, each ending at a
     line end (a record longer than ``size`` makes its range longer)."""
-    total = os.path.getsize(path)
     with open(path, "rb") as fh:
+        if ident is not None and input_identity(path, fh.fileno()) != ident:
+            raise InvalidInputError(CHANGED_INPUT)
+        total = ident[2] if ident is not None else os.fstat(fh.fileno()).st_size
         pos = start
         while pos < total:
             if pos + size >= total:
@@ -192,11 +200,13 @@ class ParallelOutcomes:
             done_batch, fut = pending.popleft()
             yield from zip(done_batch, fut.result())
 
-    def ranges(self, path: str, display: str, start: int) -> Iterator[tuple[int, int, ChunkResult]]:
-        """A JSONL file by byte ranges read and written by the workers, in order."""
+    def ranges(self, path: str, display: str, start: int, ident: tuple | None = None
+               ) -> Iterator[tuple[int, int, ChunkResult]]:
+        """A JSONL file by byte ranges read and written by the workers, in order; each range
+        checks that the file is still ``ident`` (device, inode, size, mtime)."""
         pending: deque[tuple[int, int, Future]] = deque()
-        for lo, hi in chunk_bounds(path, start, CHUNK_BYTES):
-            pending.append((lo, hi, self.pool.submit(_work_range, path, display, lo, hi)))
+        for lo, hi in chunk_bounds(path, start, CHUNK_BYTES, ident):
+            pending.append((lo, hi, self.pool.submit(_work_range, path, display, lo, hi, ident)))
             while len(pending) >= self.window:
                 lo_, hi_, fut = pending.popleft()
                 yield lo_, hi_, fut.result()

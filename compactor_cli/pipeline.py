@@ -59,14 +59,17 @@ def op_toolcall(dump: dict, settings: Settings) -> Result:
 def op_restore(dump: dict, settings: Settings) -> Result:
     from .restore import restore_details
 
+    from .formats.claude_code_tree import give_back_before_compaction
+
     new, restored, missing = restore_details(dump)
-    fields: dict[str, Any] = {"restored_count": restored}
+    new, earlier = give_back_before_compaction(new)  # a Claude Code log read since its compaction
+    fields: dict[str, Any] = {"restored_count": restored + earlier}
     if missing:
         fields["missing_count"] = missing
         fields["warning"] = (f"{missing} placeholder{'s' if missing != 1 else ''} or summary round"
                              f"{'s' if missing != 1 else ''} could not be given back: no original is stored "
                              "(compacted with --originals drop, or by another tool); they stay as they are")
-    return new, Status.RESTORED if new is not dump else Status.NOTHING_TO_RESTORE, fields
+    return new, Status.RESTORED if new is not dump or earlier else Status.NOTHING_TO_RESTORE, fields
 
 
 def op_validate(dump: dict, settings: Settings) -> Result:
@@ -90,7 +93,8 @@ def _prepare(rec: Record, settings: Settings, exact: bool) -> tuple[dict, Codec,
     The codec keeps the input's shape too: a bare list that now carries originals becomes an
     object that remembers it was a list, so restore can give the list back."""
     try:
-        dump, codec = parse_record(rec.raw, settings.input_format, exact, rec.source, rec.line)
+        dump, codec = parse_record(rec.raw, settings.input_format, exact, rec.source, rec.line,
+                                   history=settings.claude_code_history)
     except InvalidInputError as exc:
         hint = hint_for(rec.raw, str(exc))
         if hint:
@@ -168,6 +172,15 @@ def _finish(rec: Record, settings: Settings, counter: TokenCounter | None, dump:
     return Outcome(out, item, warnings, fields.get("error") if status.failed else None)
 
 
+def unexpected_error(exc: Exception) -> InvalidInputError:
+    """The last-resort guard's message: an exception no check anticipated fails its record only
+    (written unchanged), never the batch."""
+    text = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return InvalidInputError(f"a value of an unexpected type or shape could not be read ({type(exc).__name__}"
+                             + (f": {text}" if text else "") + "); the record is left as it was: fix the value, "
+                             "and please report this record to xcompact")
+
+
 def _failed(rec: Record, exc: Exception, warnings: list[str]) -> Outcome:
     item = {"source": rec.source, "line": rec.line, "status": Status.INVALID_INPUT.value, "error": str(exc)}
     return Outcome(rec.raw, item, warnings, str(exc))
@@ -186,6 +199,8 @@ def process_record(rec: Record, transform: Transform, settings: Settings, counte
         return process_record(rec, transform, settings, counter, exact=True)
     except (InvalidInputError, BackendError) as exc:
         return _failed(rec, exc, [])
+    except Exception as exc:  # noqa: BLE001  the last-resort guard: one record, never the batch
+        return _failed(rec, unexpected_error(exc), [])
 
 
 async def process_record_async(rec: Record, transform: Transform, settings: Settings,
@@ -201,3 +216,5 @@ async def process_record_async(rec: Record, transform: Transform, settings: Sett
         return await process_record_async(rec, transform, settings, counter, exact=True)
     except (InvalidInputError, BackendError) as exc:
         return _failed(rec, exc, [])
+    except Exception as exc:  # noqa: BLE001  the last-resort guard: one record, never the batch
+        return _failed(rec, unexpected_error(exc), [])

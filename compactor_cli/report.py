@@ -15,7 +15,7 @@ import orjson
 
 from . import __version__
 from .errors import OutputError
-from .sinks import AtomicFile, StreamFile, lock_output, open_sink
+from .sinks import AtomicFile, StreamFile, lock_output, open_sink, remove_stale_partials
 from .status import Status
 
 EXIT_OK = 0
@@ -70,6 +70,8 @@ class Report:
             return
         try:
             self._lock = lock_output(None if self.report_path == "-" else self.report_path)
+            if self._lock is not None and not state:
+                remove_stale_partials(self.report_path)
             self._writer = open_sink(None if self.report_path == "-" else self.report_path,
                                      partial=state.get("partial") if state else None,
                                      resume_length=state["length"] if state else 0,

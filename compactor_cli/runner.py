@@ -13,15 +13,18 @@ import time
 from typing import Any, Callable, Protocol
 
 from .errors import InvalidInputError, OutputError, UsageError
-from .files import Record
+from .files import CHANGED_INPUT, Record, input_identity
 from .formats import file_format, iter_records
-from .journal import CHECKPOINT_SECONDS, Journal, fingerprint, journal_path
+from .guards import abort_quietly, plan_sidecars, refuse_log_in_place
+from .journal import CHECKPOINT_SECONDS, Journal, JournalBusy, fingerprint, journal_path
 from .parallel import (MODEL_COMMANDS, AsyncOutcomes, Outcomes, ParallelOutcomes, make_counter, make_transform,
                        serial_outcomes)
 from .pipeline import Outcome
 from .report import EXIT_INTERRUPTED, EXIT_OK, EXIT_STDOUT_CLOSED, Report, ReportError
 from .settings import RunIO, Settings
-from .sinks import AtomicFile, StdoutClosed, file_crc, lock_output, open_sink, remove_partial, verify_partial
+from .sinks import (AtomicFile, StdoutClosed, file_crc, is_special, lock_output, open_sink, remove_partial,
+                    remove_stale_partials,
+                    verify_partial)
 from .targets import JSONL_SUFFIXES, STDIN, Target, is_regular_input, plan_run
 
 Emit = Callable[[str], None]
@@ -57,8 +60,14 @@ def auto_jobs(settings: Settings, targets: list[Target]) -> int:
 
 
 def _open_journal(settings: Settings, io: RunIO, targets: list[Target], emit: Emit) -> Journal | None:
-    journaled = settings.write_output and all(t.path is not None and t.input.path != STDIN for t in targets) \
-        and io.report_path != STDIN
+    streams = [t.input.path for t in targets if t.input.path == STDIN or is_special(t.input.path)]
+    if streams and io.resume:  # a FIFO, <(...) or /dev/stdin cannot be read again from a checkpoint
+        raise UsageError(f"--resume cannot continue {streams[0]}: it is a stream (stdin, a FIFO, <(...) or a "
+                         "device), which cannot be read a second time; save it to a file first, or run without --resume")
+    if io.resume and (io.api_ready or io.sidecar):
+        raise UsageError("--resume cannot continue an --api-ready or --sidecar run: run it again without --resume")
+    journaled = settings.write_output and all(t.path is not None for t in targets) and not streams \
+        and io.report_path != STDIN and not io.api_ready and not io.sidecar
     if not journaled:
         if io.resume:
             raise UsageError("--resume needs outputs in files (-o or --in-place), inputs in files and the report "
@@ -73,7 +82,16 @@ def _open_journal(settings: Settings, io: RunIO, targets: list[Target], emit: Em
         emit(f"warning: cannot keep checkpoints in {os.path.dirname(path)} ({exc.strerror}); "
              "this run cannot be resumed (set XDG_CACHE_HOME)")
         return None
-    journal = Journal(path, resume=io.resume)
+    try:
+        journal = Journal(path, resume=io.resume)
+    except JournalBusy as exc:
+        if io.resume:
+            raise UsageError("another xcompact run of this command on these paths is running (it holds the "
+                             "journal); wait for it to finish before --resume" if exc.busy else
+                             f"cannot lock the journal: {exc}") from None
+        if not exc.busy:
+            emit(f"warning: cannot keep checkpoints ({exc}); this run cannot be resumed (set XDG_CACHE_HOME)")
+        return None  # busy: its outputs are refused one by one by their locks; the journal stays the other run's
     if journal.problem:
         emit(f"warning: cannot resume: {journal.problem}; starting the run afresh")
     return journal
@@ -105,14 +123,28 @@ def run_command(settings: Settings, io: RunIO, emit: Emit,
                 progress: Callable[[int, str], Progress] | None = None) -> int:
     """Run a command over its inputs; return the exit code. Raises UsageError before any work
     for options that do not fit, ReportError when the report cannot be written."""
-    plan = plan_run(list(io.inputs), io.output, io.in_place, io.report_path, settings.write_output)
+    plan = plan_run(list(io.inputs), io.output, io.in_place, io.report_path, settings.write_output,
+                    settings.input_format)
     counter = make_counter(settings)
     transform, backend = make_transform(settings, counter)  # option problems surface here, before any work
+    side = plan_sidecars(io, plan.targets)
     journal = _open_journal(settings, io, plan.targets, emit)
-    if journal is not None and journal.resumed and journal.state.get("complete"):
+    try:
+        return _run_journaled(settings, io, plan, counter, transform, backend, journal, emit, progress, side)
+    finally:
+        if journal is not None:
+            journal.release()
+
+
+def _run_journaled(settings: Settings, io: RunIO, plan: Any, counter: Any, transform: Any, backend: Any,
+                   journal: Journal | None, emit: Emit, progress: Callable[[int, str], Progress] | None,
+                   side: dict[str, Any]) -> int:
+    if journal is not None and journal.finished:
         if not io.quiet:  # resuming a finished run must not run it again: --in-place it would compact its output
             emit("nothing to resume: this run already finished (run without --resume to start again)")
         return EXIT_OK
+    if journal is not None and journal.missing and not io.quiet:
+        emit("warning: no interrupted run of this command on these paths to resume; starting afresh")
     if journal is not None:
         _check_report_partial(journal, io, plan.targets, emit)
     resumed = journal is not None and journal.resumed
@@ -132,7 +164,9 @@ def run_command(settings: Settings, io: RunIO, emit: Emit,
 
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        _Batch(settings, report, emit, io.quiet, progress, outcomes, journal).run(plan.targets)
+        batch = _Batch(settings, report, emit, io.quiet, progress, outcomes, journal)
+        batch.side = side
+        batch.run(plan.targets)
         closer()
         report.close()
     except KeyboardInterrupt:
@@ -144,16 +178,20 @@ def run_command(settings: Settings, io: RunIO, emit: Emit,
     except StdoutClosed:
         _quiet_close(closer)
         report.abort()
+        if journal is not None:
+            journal.discard()
         silence_stdout()
         return EXIT_STDOUT_CLOSED
-    except BaseException:
+    except BaseException:  # not an interruption (a report that cannot be written...): nothing to resume
         _quiet_close(closer)
-        report.abort(keep=journal is not None)
+        report.abort()
+        if journal is not None:
+            journal.discard()
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
     if journal is not None:
-        journal.save(complete=True, current=None)
+        journal.finish()
     if not io.quiet:
         for text in getattr(backend, "warnings", ()):  # e.g. a summary cache that could not be used
             emit(f"warning: {text}")
@@ -201,6 +239,7 @@ class _Batch:
         self.progress, self.outcomes, self.journal = progress, outcomes, journal
         self.warned = self.errored = 0
         self.committed: set[int] = journal.done if journal else set()
+        self.side: dict[str, Any] = {}  # --api-ready: {"path"}; --sidecar: {"reader"}
 
     def run(self, targets: list[Target]) -> None:
         for index, target in enumerate(targets):
@@ -312,11 +351,15 @@ class _Batch:
             if start:
                 bar.update(start)
         sink = None
+        api_sink: Any = None
         in_place = target.path is not None and src != STDIN and os.path.exists(src) and \
             os.path.realpath(src) == os.path.realpath(target.path)
         fp = fingerprint(src) if journaled else None
+        ident = input_identity(src)  # a regular input must stay this file until its output is committed
         try:
             if self.settings.write_output:
+                if resume is None and target.path is not None and not is_special(target.path):
+                    remove_stale_partials(target.path)  # we hold its lock: no other run writes them
                 sink = open_sink(target.path, mode_from=src if in_place else None,
                                  partial=resume["partial"] if resume else None,
                                  resume_length=resume["output_length"] if resume else 0,
@@ -336,12 +379,16 @@ class _Batch:
                                 "report_start": report_start})
                     last = time.monotonic()
 
-            ranges = getattr(self.outcomes, "ranges", None)
+            api_sink = open_sink(self.side["path"]) if "path" in self.side else None
+            reader = self.side.get("reader")
+            ranges = getattr(self.outcomes, "ranges", None) if not self.side else None
             if ranges is not None and src.lower().endswith(JSONL_SUFFIXES) and is_regular_input(src) \
                     and file_format(src, self.settings.input_format) is None:  # a whole-file log is one record
                 base, seen = start_line - 1, start > 0
-                for lo, hi, chunk in ranges(src, display, start):
+                for lo, hi, chunk in ranges(src, display, start, ident):
                     for rel, end, outcome in chunk.records:
+                        if in_place:
+                            refuse_log_in_place(outcome)
                         outcome.item["line"] = base + rel
                         self.report.add(outcome.item)
                         self._warn_at(f"{display}:{base + rel}", outcome)
@@ -355,19 +402,33 @@ class _Batch:
                 if not seen:
                     raise InvalidInputError("empty file: expected one conversation per line (JSONL)")
             else:
-                for rec, outcome in self.outcomes(iter_records(src, display, self.settings.input_format, start,
-                                                               start_line)):
+                records = iter_records(src, display, self.settings.input_format, start, start_line)
+                if reader is not None:
+                    from .apiready import merged
+
+                    records = merged(records, reader)
+                for rec, outcome in self.outcomes(records):
+                    if in_place and sink is not None:
+                        refuse_log_in_place(outcome)
                     self.report.add(outcome.item)
                     self._warn(rec, outcome)
                     if bar is not None:
                         bar.update(len(rec.raw))
                     if sink is not None and outcome.out is not None:
+                        out = outcome.out
+                        if api_sink is not None:  # the record as its API takes it; the bookkeeping aside
+                            from .apiready import sidecar_line, split_record
+
+                            out, keys = split_record(out, rec.form)
+                            api_sink.write(sidecar_line(rec, keys))
                         if rec.form == "json":
-                            pending_doc = outcome.out
+                            pending_doc = out
                         else:
-                            sink.write(outcome.out)
+                            sink.write(out)
                     if rec.form == "jsonl":
                         checkpoint(rec.end, (rec.line or 0) + 1)
+            if ident is not None and input_identity(src) != ident:
+                raise InvalidInputError(CHANGED_INPUT)  # never commit (--in-place: rename over) a mix
             if sink is not None:
                 if pending_doc is not None:
                     sink.write(pending_doc)
@@ -376,27 +437,40 @@ class _Batch:
                     self._save({"index": index, "committing": True, "partial": sink.tmp, "output_length": length,
                                 "output_crc": crc, "report_start": report_start})
                 sink.commit()
+            if api_sink is not None:
+                api_sink.commit()
+                api_sink = None
             if journaled:
                 self.committed.add(index)
         except StdoutClosed:
+            abort_quietly(api_sink)
             if sink is not None:
                 sink.abort()
             raise
-        except ReportError:
+        except ReportError:  # a full disk or a file size limit: not resumable, nothing is kept
+            abort_quietly(api_sink)
             if sink is not None:
-                sink.abort(keep=journaled)
+                sink.abort()
             raise
         except (InvalidInputError, OutputError) as exc:
+            abort_quietly(api_sink)
             if sink is not None:
                 sink.abort()
             self._file_error(display, str(exc))
         except OSError as exc:
+            abort_quietly(api_sink)
             if sink is not None:
                 sink.abort()
             self._file_error(display, f"cannot read or write: {exc.strerror or exc}")
-        except BaseException:
+        except KeyboardInterrupt:
+            abort_quietly(api_sink)
             if sink is not None:
                 sink.abort(keep=journaled)  # interrupted: the partial output waits for --resume
+            raise
+        except BaseException:
+            abort_quietly(api_sink)
+            if sink is not None:
+                sink.abort()
             raise
         finally:
             if bar is not None:

@@ -66,6 +66,7 @@ class Settings:
     check: bool = False  # compact --check
     backend: BackendConfig | None = None  # summarize, compact (not --check)
     input_format: str = "auto"  # --from: one of formats.FORMATS, or auto (detected per record)
+    claude_code_history: str = "since-compaction"  # or "full": where a Claude Code log is read from
 
 
 @dataclass(frozen=True)
@@ -80,3 +81,5 @@ class RunIO:
     jobs: int = 0
     resume: bool = False
     parameters: dict[str, Any] = field(default_factory=dict)  # as the report records them
+    api_ready: str | None = None  # --api-ready SIDECAR: outputs without bookkeeping, which goes here
+    sidecar: str | None = None  # restore/extract --sidecar SIDECAR: the bookkeeping to put back

@@ -91,7 +91,11 @@ class AtomicFile:
         self.mode_from = mode_from
         directory = os.path.dirname(self.path)
         if partial is not None:  # resuming: the journal verified this file (verify_partial)
-            fd = os.open(partial, os.O_RDWR | os.O_NOFOLLOW)
+            fd = os.open(partial, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                raise OSError(errno.EINVAL, f"{partial} is not a regular file")
+            os.set_blocking(fd, True)
             self.tmp = partial
             self.fh: IO[bytes] = os.fdopen(fd, "r+b")
             self.fh.truncate(resume_length)
@@ -99,7 +103,7 @@ class AtomicFile:
             self.crc = resume_crc
         else:
             os.makedirs(directory, exist_ok=True)
-            fd, self.tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=directory)
+            fd, self.tmp = tempfile.mkstemp(prefix=partial_prefix(self.path), suffix=TEMP_SUFFIX, dir=directory)
             self.fh = os.fdopen(fd, "wb")
             self.crc = 0
 
@@ -126,9 +130,14 @@ class AtomicFile:
         os.replace(self.tmp, self.path)
 
     def abort(self, keep: bool = False) -> None:
-        """Close; remove the partial file unless it is kept for a resumed run."""
-        if not self.fh.closed:
-            self.fh.close()
+        """Close; remove the partial file unless it is kept for a resumed run (also when the
+        close fails: its flush hits the same full disk or file size limit as the write did)."""
+        try:
+            if not self.fh.closed:
+                self.fh.close()
+        except OSError:
+            if keep:
+                raise
         if not keep:
             try:
                 os.unlink(self.tmp)
@@ -212,6 +221,31 @@ def is_own_partial(partial: Any, target: str) -> bool:
             and os.path.dirname(partial) == os.path.dirname(os.path.realpath(target)))
 
 
+def partial_prefix(target: str) -> str:
+    """Temporary files of one target share a prefix (a hash of its name), so the run that holds
+    the target's lock can find and remove those a killed run left."""
+    name = os.path.basename(os.path.realpath(target)).encode("utf-8", "surrogateescape")
+    return f"{TEMP_PREFIX}{hashlib.sha1(name).hexdigest()[:12]}-"
+
+
+def remove_stale_partials(target: str) -> None:
+    """Delete the temporary files earlier runs left for ``target`` (a run killed without --resume
+    after, or one whose journal was lost or damaged). Call only while holding its lock."""
+    real = os.path.realpath(target)
+    prefix, directory = partial_prefix(real), os.path.dirname(real)
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(prefix) and n.endswith(TEMP_SUFFIX)]
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(directory, name)
+        try:
+            if stat.S_ISREG(os.lstat(path).st_mode):
+                os.unlink(path)
+        except OSError:
+            pass
+
+
 def remove_partial(partial: Any, target: str) -> None:
     """Delete a partial file of ``target`` a previous run left (only ever one of ours)."""
     if is_own_partial(partial, target):
@@ -226,8 +260,8 @@ def verify_partial(partial: str, length: Any, crc: Any, target: str) -> str | No
     have checksum ``crc``; else what is wrong (for the "starting afresh" message)."""
     if not is_own_partial(partial, target) or not isinstance(length, int) or not isinstance(crc, int):
         return "the journal does not name a partial output of this run"
-    try:
-        fd = os.open(partial, os.O_RDONLY | os.O_NOFOLLOW)
+    try:  # O_NONBLOCK: a FIFO planted at the partial's name must not hang the run
+        fd = os.open(partial, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
         return f"its partial output is gone ({exc.strerror})"
     with os.fdopen(fd, "rb") as fh:
@@ -308,7 +342,12 @@ def lock_output(path: str | None) -> OutputLock | None:
 def file_crc(path: str) -> tuple[int, int] | None:
     """(size, crc32) of a whole regular file, or None."""
     try:
-        with open(path, "rb") as fh:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb") as fh:
             value, size = 0, 0
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 value = zlib.crc32(chunk, value)

@@ -67,10 +67,23 @@ def _writable(path: str) -> bool:
     return os.geteuid() != 0 or bool(os.stat(path).st_mode & 0o222)
 
 
-def _in_place_targets(files: list[InputFile]) -> list[Target]:
+#: What --in-place on a log would do, and what to do instead (a log is read lossily, as an
+#: OpenAI dump: written back in place, the log itself would be gone).
+LOG_IN_PLACE = ("--in-place would rewrite {what} as an OpenAI dump, and a log is read lossily: the log would "
+                "be lost; write the compacted dump elsewhere with -o FILE (or -o DIR), or make a request file "
+                "first with xcompact convert")
+
+
+def _in_place_targets(files: list[InputFile], input_format: str = "auto") -> list[Target]:
+    from .formats.base import LOG_FORMATS
+
+    if input_format in LOG_FORMATS:
+        raise UsageError(LOG_IN_PLACE.format(what=f"each --from {input_format} log"))
     for f in files:
         if f.path == STDIN:
             raise UsageError("--in-place cannot rewrite stdin; use -o FILE")
+        if f.path.lower().endswith(".traj"):
+            raise UsageError(f"{f.path}: " + LOG_IN_PLACE.format(what="this SWE-agent trajectory"))
         if not os.path.exists(f.path):
             continue  # reported as a missing file when its turn comes; the rest still runs
         if is_special(f.path):
@@ -80,20 +93,46 @@ def _in_place_targets(files: list[InputFile]) -> list[Target]:
     return [Target(f, f.path) for f in files]
 
 
+def looks_like_file_name(path: str) -> bool:
+    """A name with a suffix (``x.jsonl``, ``out.json``, ``a.txt``) names a file, never a
+    directory to create; a trailing slash always names a directory."""
+    if path.endswith(os.sep):
+        return False
+    stem, suffix = os.path.splitext(os.path.basename(path))
+    return bool(stem and suffix)
+
+
+def output_name(relative: str) -> str:
+    """The name an input's output gets below -o DIR: its own, except that a SWE-agent ``.traj``
+    (read as, and written as, an OpenAI dump) becomes ``.json``, so no output claims to be a log."""
+    stem, suffix = os.path.splitext(relative)
+    return stem + ".json" if suffix.lower() == ".traj" else relative
+
+
 def _output_targets(files: list[InputFile], inputs: list[str], output: str | None) -> list[Target]:
+    many = len(files) > 1 or any(os.path.isdir(p) for p in inputs)
     dir_mode = output is not None and not is_special(output) and output != STDIN and (
-        len(files) > 1 or any(os.path.isdir(p) for p in inputs) or os.path.isdir(output)
-        or output.endswith(os.sep))
+        many or os.path.isdir(output) or output.endswith(os.sep))
+    if dir_mode and many and output is not None and not os.path.isdir(output):
+        what = "a directory input needs" if any(os.path.isdir(p) for p in inputs) else f"{len(files)} inputs need"
+        if os.path.exists(output):
+            raise UsageError(f"-o {output} is a file, but {what} a directory: give -o DIR")
+        if looks_like_file_name(output):
+            raise UsageError(f"-o {output} looks like a file name, but {what} a directory: give -o DIR "
+                             f"(a name without a suffix, or end it with '/' to create {output}/)")
     if not dir_mode:
-        if len(files) > 1 or any(os.path.isdir(p) for p in inputs):
+        if many:
             raise UsageError("several inputs: give -o DIR for the outputs, or --in-place")
         if output is None or is_stdout(output):
             return [Target(files[0], None)]
+        if output.lower().endswith(".traj") and not is_special(output):
+            raise UsageError(f"-o {output}: a .traj name says SWE-agent trajectory, but xcompact writes a log as an "
+                             "OpenAI dump; name the output .json (or .jsonl)")
     input_ids = {file_identity(f.path): f.path for f in files if f.path != STDIN and not is_special(f.path)}
     targets: list[Target] = []
     seen: dict[tuple, str] = {}
     for f in files:
-        dest = os.path.join(output, f.relative) if dir_mode else output
+        dest = os.path.join(output, output_name(f.relative)) if dir_mode else output
         assert dest is not None
         ident = file_identity(dest)
         if ident in input_ids:
@@ -125,7 +164,7 @@ def _check_report(report_path: str, files: list[InputFile], targets: list[Target
 
 
 def plan_run(inputs: list[str], output: str | None, in_place: bool, report_path: str | None,
-             writes_data: bool = True) -> Plan:
+             writes_data: bool = True, input_format: str = "auto") -> Plan:
     """Decide each input's destination and check the report path against all of them."""
     files = expand_inputs(inputs)
     if in_place and output:
@@ -133,7 +172,7 @@ def plan_run(inputs: list[str], output: str | None, in_place: bool, report_path:
     if not writes_data:
         targets = [Target(f, None) for f in files]
     elif in_place:
-        targets = _in_place_targets(files)
+        targets = _in_place_targets(files, input_format)
     else:
         targets = _output_targets(files, inputs, output)
     if report_path is not None:

@@ -52,6 +52,19 @@ class ToolCallCompactResult:
     compacted_indices: list[int] = field(default_factory=list)
 
 
+def _check_args(dump: Any, keep: Any) -> None:
+    """Wrong types from a library caller are the package's own errors, not a TypeError from deep inside."""
+    from .errors import InvalidInputError, UsageError
+
+    if isinstance(dump, dict):
+        if not isinstance(dump.get("messages"), list):
+            raise InvalidInputError("a dump needs a 'messages' list")
+    elif not isinstance(dump, list):
+        raise InvalidInputError(f"expected a dumps() dict or a list of messages, got {type(dump).__name__}")
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+        raise UsageError(f"keep must be a non-negative integer, got {keep!r}")
+
+
 def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_originals: bool = True,
                          key_offsets: dict[str, int] | None = None) -> tuple[Any, ToolCallCompactResult]:
     """Replace tool results older than the most recent ``keep`` by placeholders.
@@ -63,6 +76,7 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
     ``key_offsets`` (how many results per ID the archive holds) is computed from the dump when
     not given. Returns a new dump; the input is not modified.
     """
+    _check_args(dump, keep)
     if isinstance(dump, list):
         new, result = reclaim_tool_results({"messages": dump}, keep, keep_originals, key_offsets)
         return (new["messages"] if list(new) == ["messages"] else new), result

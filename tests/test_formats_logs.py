@@ -25,7 +25,8 @@ needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data/ra
 
 
 def read_all(path: Path, from_: str = "auto") -> list[tuple[dict, formats.Codec]]:
-    return [(d, c) for _, d, c in formats.read_file(str(path), from_)]
+    """The whole file (a Claude Code log across its compact boundaries: these tests count it all)."""
+    return [(d, c) for _, d, c in formats.read_file(str(path), from_, history="full")]
 
 
 def calls_and_results(dump: dict) -> tuple[list[str], list[str]]:
@@ -381,7 +382,8 @@ def target_pairs(obj: dict, to: str) -> tuple[list, list]:
 def test_convert_carries_every_call_and_result(tmp_path, name, to):
     out = tmp_path / "out.json"
     report = tmp_path / "report.json"
-    code, _, err = run_convert([str(FIX / name), "--to", to, "-o", str(out), "--report", str(report)])
+    code, _, err = run_convert([str(FIX / name), "--to", to, "-o", str(out), "--report", str(report),
+                                "--claude-code-history", "full"])  # compared with the whole reading
     assert code == 0, err
     sources = read_all(FIX / name)
     written = [orjson.loads(x) for x in out.read_bytes().splitlines() if x.strip()] \

@@ -74,7 +74,7 @@ def detect_format(obj: Any) -> str:
 
 
 def read(obj: Any, from_: str = "auto", source: str | None = None, line: int | None = None,
-         events: list[tuple[int, Any]] | None = None) -> tuple[dict, Codec]:
+         events: list[tuple[int, Any]] | None = None, history: str = "since-compaction") -> tuple[dict, Codec]:
     """(internal dump, codec) of a parsed record in format ``from_`` ("auto": detected).
     ``events``: the (line, object) pairs of a whole Claude Code or Codex file."""
     fmt = from_
@@ -101,10 +101,13 @@ def read(obj: Any, from_: str = "auto", source: str | None = None, line: int | N
             raise InvalidInputError(f"this is one line of {NAMES[fmt]}, whose whole file is one conversation: "
                                     f"read the file with --from {fmt}")
         if fmt == "claude-code":
-            from .claude_code import read_claude_code as reader_fl
+            from .claude_code import read_claude_code
+
+            dump, notes = read_claude_code(events, source, history)
         else:
-            from .codex import read_codex as reader_fl
-        dump, notes = reader_fl(events, source)
+            from .codex import read_codex
+
+            dump, notes = read_codex(events, source)
         return dump, LogCodec(fmt, events, notes)
     if fmt == "swe-agent":
         from .swe_agent import read_swe_agent as reader
@@ -130,20 +133,20 @@ def _split_lines(raw: bytes, exact: bool) -> list[tuple[int, Any]]:
 
 
 def parse_record(raw: bytes, from_: str = "auto", exact: bool = False, source: str | None = None,
-                 line: int | None = None) -> tuple[dict, Codec]:
+                 line: int | None = None, history: str = "since-compaction") -> tuple[dict, Codec]:
     """Bytes of one record -> (internal dump, codec); InvalidInputError when it is not a
     conversation in that format. A Claude Code or Codex record is the bytes of a whole file."""
     from ..files import parse_exact, parse_json
 
     if from_ in FILE_LEVEL:
-        return read(None, from_, source, line, events=_split_lines(raw, exact))
+        return read(None, from_, source, line, events=_split_lines(raw, exact), history=history)
     try:
         obj = parse_exact(raw) if exact else parse_json(raw)
     except InvalidInputError as exc:
         if from_ == "auto" and str(exc).startswith("broken JSON") and b"\n" in raw.strip():
             fmt = _lines_format(raw)
             if fmt:
-                return read(None, fmt, source, line, events=_split_lines(raw, exact))
+                return read(None, fmt, source, line, events=_split_lines(raw, exact), history=history)
         raise
     return read(obj, from_, source, line)
 
@@ -178,29 +181,20 @@ def _lines_format(head: bytes) -> str | None:
     return None
 
 
-SNIFF_BYTES = 1 << 20
+SNIFF_BYTES = 1 << 20  # what engines that cannot share a stream read (ray.py); sniff_format reads lines
 
 
-def file_format(path: str, from_: str = "auto") -> str | None:
-    """The file-level format of an input (``--from`` given, or sniffed from the first line of a
-    regular file or of stdin's buffer), or None when its records are read one by one."""
+def sniff_format(stream: Any, from_: str = "auto") -> str | None:
+    """The file-level format of an open input (``files.Stream``), from its first two non-blank
+    lines however long (a Claude Code line may pass 1 MiB), consuming nothing; None when its
+    records are read one by one."""
     if from_ in FILE_LEVEL:
         return from_
     if from_ != "auto":
         return None
-    import sys
-
-    try:
-        if path == "-":
-            peek = getattr(sys.stdin.buffer, "peek", None)
-            head = peek(SNIFF_BYTES) if peek is not None else b""
-        elif os.path.isfile(path):
-            with open(path, "rb") as fh:
-                head = fh.read(SNIFF_BYTES)
-        else:
-            return None
-    except OSError:
+    if stream.first_byte() != ord("{"):  # every log line is an object; /dev/zero is not read ahead
         return None
+    head = stream.peek_lines(2)
     if head.startswith(b"\xef\xbb\xbf"):
         head = head[3:]
     if b"\n" not in head.strip():
@@ -208,11 +202,29 @@ def file_format(path: str, from_: str = "auto") -> str | None:
     return _lines_format(head)
 
 
-def read_file(path: str, from_: str = "auto") -> Iterator[tuple[str | int | None, dict, Codec]]:
+def file_format(path: str, from_: str = "auto") -> str | None:
+    """sniff_format of a regular file by name (a stream must be sniffed where it is read:
+    ``iter_records`` does; for one, this says None)."""
+    if from_ in FILE_LEVEL or from_ != "auto":
+        return sniff_format(None, from_)
+    from ..files import open_stream
+
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open_stream(path) as stream:
+            return sniff_format(stream, from_)
+    except (OSError, InvalidInputError):
+        return None
+
+
+def read_file(path: str, from_: str = "auto", history: str = "since-compaction"
+              ) -> Iterator[tuple[str | int | None, dict, Codec]]:
     """Library entry point: every conversation of one file as (where, internal dump, codec);
-    raises InvalidInputError for the first record that cannot be read."""
+    raises InvalidInputError for the first record that cannot be read. ``history``: where a
+    Claude Code log is read from ("since-compaction" or "full")."""
     for rec in iter_records(path, from_=from_):
-        dump, codec = parse_record(rec.raw, from_, source=rec.source, line=rec.line)
+        dump, codec = parse_record(rec.raw, from_, source=rec.source, line=rec.line, history=history)
         yield rec.line, dump, codec
 
 
@@ -220,20 +232,15 @@ def iter_records(path: str, display: str | None = None, from_: str = "auto", sta
                  start_line: int = 1) -> Iterator[Any]:
     """files.iter_records, except that a Claude Code or Codex file is one record (its whole
     bytes, form "jsonl", line None)."""
-    from ..files import Record, _open_input, iter_records as per_record
+    from ..files import Record, iter_records as per_record, open_stream
 
-    fmt = file_format(path, from_)
-    if fmt is None:
-        yield from per_record(path, display, start, start_line)
-        return
     display = display or ("<stdin>" if path == "-" else path)
-    import sys
-
-    if path == "-":
-        data = sys.stdin.buffer.read()
-    else:
-        with _open_input(path) as fh:
-            data = fh.read()
+    with open_stream(path) as stream:  # the one open: sniffed and read from the same bytes
+        fmt = sniff_format(stream, from_)
+        if fmt is None:
+            yield from per_record(path, display, start, start_line, stream=stream)
+            return
+        data = stream.read()
     if not data.strip():
         raise InvalidInputError("empty file: expected a conversation")
     if start < len(data):

@@ -9,14 +9,19 @@ reading, lossy and documented:
   its ``reasoning_content`` (the signature is dropped), ``tool_use`` blocks its ``tool_calls``
   (``input`` as JSON arguments). Server tool blocks are carried as text parts.
 - A user event's ``tool_result`` blocks become ``tool`` messages (string or text/image parts;
-  ``is_error`` is not carried), its other blocks one user message (images as data-URL parts).
+  ``is_error: true`` is kept as a key of the tool message, and written back by convert --to anthropic), its other blocks one user message (images as data-URL parts).
 - ``isSidechain`` events of a sub-agent are read when the whole file is a sub-agent's; in a main
   session that also holds them (old versions), they are skipped and counted.
 - ``progress``, ``file-history-snapshot``, ``queue-operation`` and other ``system`` events carry
   nothing the model saw: skipped, counted in ``source.skipped``; ``toolUseResult`` (the tool's
   structured result) too. ``compact_boundary`` events are listed in
   ``source.compact_boundaries`` with the index of the first message after them (the session's
-  own summary follows as a user message); ``summary`` lines in ``source.summaries``.
+  own summary follows as a user message); by default the conversation starts at the last one
+  (what the model had) and the messages before it are carried in ``source.before_compaction``,
+  which restore puts back (``--claude-code-history full`` reads the whole file); ``summary`` lines in ``source.summaries``.
+- A rewind (a prompt edited or a reply regenerated: two turns under one ``parentUuid``) keeps
+  the branch the session continued on, the ancestry of its last event; the events of the other
+  branches are not read, listed in ``source.rewound_branches`` (line, events) and noted.
 - Every tool call keeps a result: a call the log never answers gets the result
   ``[no result recorded in the Claude Code log]`` (listed in ``source.unanswered``), a result
   whose call is not in the log becomes a user message (listed in ``source.orphan_results``).
@@ -30,6 +35,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from .base import SOURCE_KEY, fail, jdump, type_name
+from .claude_code_tree import rewound_branches, split_at_boundary
 
 NO_RESULT = "[no result recorded in the Claude Code log]"
 _EVENT_KEYS = ("sessionId", "parentUuid", "uuid", "isSidechain", "userType")
@@ -123,11 +129,12 @@ class _Reader:
                 body = _parts(body, self.counts)
             elif body is not None and not isinstance(body, str):
                 body = jdump(body)
-            if b.get("is_error"):
-                self.count("tool results marked is_error (not carried)")
             if isinstance(cid, str) and cid in self.open:
                 del self.open[cid]
-                self.emit({"role": "tool", "tool_call_id": cid, "content": body}, line)
+                result = {"role": "tool", "tool_call_id": cid, "content": body}
+                if b.get("is_error") is True:  # kept as a marker on the tool message (back in Anthropic form)
+                    result["is_error"] = True
+                self.emit(result, line)
             else:
                 orphans.append((cid, body))
         if orphans or others:
@@ -216,15 +223,24 @@ class _Reader:
         return {"messages": self.messages, SOURCE_KEY: src}, notes
 
 
-def read_claude_code(events: Iterable[tuple[int, Any]], source: str | None = None) -> tuple[dict, list[str]]:
-    """(OpenAI dump, notes) of a session given as (line, parsed event) pairs."""
+def read_claude_code(events: Iterable[tuple[int, Any]], source: str | None = None,
+                     history: str = "since-compaction") -> tuple[dict, list[str]]:
+    """(OpenAI dump, notes) of a session given as (line, parsed event) pairs. ``history``:
+    "since-compaction" reads from the last compact_boundary (the earlier part is carried, see
+    claude_code_tree.split_at_boundary), "full" the whole file."""
     events = list(events)
     if not events:
         raise fail("empty Claude Code session: no events")
+    dropped, branches = rewound_branches(events)
     dialogue = [(n, e) for n, e in events if isinstance(e, dict) and e.get("type") in ("user", "assistant")]
     main = [e for _, e in dialogue if not e.get("isSidechain")]
     sidechain_file = bool(dialogue) and not main
     r = _Reader(source)
+    dropped_ids = {(events[i][0], id(events[i][1])) for i in dropped}
+    if branches:  # a rewind: the session continued on another branch; this one is not read
+        r.src["rewound_branches"] = branches
+        r.count(f"events of {len(branches)} rewound branch{'es' if len(branches) > 1 else ''} not read "
+                "(the session continued on another; listed in source.rewound_branches)", len(dropped))
     for n, e in events:
         if not isinstance(e, dict):
             raise fail(f"line {n}: a Claude Code event must be an object, got {type_name(e)}")
@@ -234,6 +250,8 @@ def read_claude_code(events: Iterable[tuple[int, Any]], source: str | None = Non
             r.src["agent_id"] = e["agentId"]
         t = e.get("type")
         if t in ("user", "assistant"):
+            if (n, id(e)) in dropped_ids:
+                continue
             if e.get("isSidechain") and not sidechain_file:
                 r.skipped["sidechain events"] = r.skipped.get("sidechain events", 0) + 1
                 continue
@@ -257,7 +275,10 @@ def read_claude_code(events: Iterable[tuple[int, Any]], source: str | None = Non
             r.skipped[key] = r.skipped.get(key, 0) + 1
     if sidechain_file:
         r.src["sidechain"] = True
-    return r.finish(events[-1][0])
+    dump, notes = r.finish(events[-1][0])
+    if history == "since-compaction":
+        split_at_boundary(dump, notes)
+    return dump, notes
 
 
 # ---------------------------------------------------------------- as an Anthropic request
@@ -276,6 +297,10 @@ def read_claude_code_anthropic(events: Iterable[tuple[int, Any]], source: str | 
     out: list[dict] = []
     lines: list[int] = []
     src: dict[str, Any] = {"format": "claude-code", "file": source}
+    dropped, branches = rewound_branches(events)
+    dropped_ids = {(events[i][0], id(events[i][1])) for i in dropped}
+    if branches:
+        src["rewound_branches"] = branches
     skipped: dict[str, int] = {}
     unanswered: list[str] = []
     orphans: list[str] = []
@@ -301,6 +326,8 @@ def read_claude_code_anthropic(events: Iterable[tuple[int, Any]], source: str | 
             src["session_id"] = e["sessionId"]
         t = e.get("type")
         if t in ("user", "assistant"):
+            if (n, id(e)) in dropped_ids:
+                continue
             if e.get("isSidechain") and not sidechain_file:
                 skipped["sidechain events"] = skipped.get("sidechain events", 0) + 1
                 continue
@@ -328,8 +355,8 @@ def read_claude_code_anthropic(events: Iterable[tuple[int, Any]], source: str | 
                 continue
             results = [b for b in blocks if b.get("type") == "tool_result"]
             others = [b for b in blocks if b.get("type") != "tool_result"]
-            mine = [b for b in results if b.get("tool_use_id") in open_calls]
-            stray = [b for b in results if b.get("tool_use_id") not in open_calls]
+            mine = [b for b in results if isinstance(b.get("tool_use_id"), str) and b["tool_use_id"] in open_calls]
+            stray = [b for b in results if b not in mine]
             if mine:
                 for b in mine:
                     del open_calls[b["tool_use_id"]]

@@ -14,8 +14,9 @@ lines. The reading, lossy and documented:
   as JSON text.
 - ``session_meta`` gives ``source.session_id``/``cwd``/``cli_version``; its
   ``base_instructions`` text, when present, is the system message.
-- ``compacted`` lines (Codex's own summary) become a user message with the summary text, listed
-  in ``source.compactions``; ``event_msg`` lines repeat what items say (or are token counts):
+- ``compacted`` lines (Codex's own summary) become a user message with the summary text (and
+  the text of their ``replacement_history`` items, role by role, when present), listed in
+  ``source.compactions``; ``event_msg`` lines repeat what items say (or are token counts):
   skipped, counted in ``source.skipped``; ``turn_context`` models are listed in
   ``source.models``.
 - Every call keeps a result (see repair.py): unanswered calls get
@@ -53,6 +54,23 @@ def _as_item(payload: dict) -> dict:
     return payload
 
 
+def _history_text(history: list) -> str:
+    """The text of a ``compacted`` line's ``replacement_history`` (Responses items: the summary
+    and the user messages Codex kept), so none of it is dropped; other items as JSON."""
+    parts: list[str] = []
+    for item in history:
+        if isinstance(item, dict) and item.get("type", "message") == "message":
+            content = item.get("content")
+            if isinstance(content, list):
+                text = "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+            else:
+                text = content if isinstance(content, str) else jdump(content)
+            parts.append(f"[{item.get('role', 'user')}] {text}")
+        else:
+            parts.append(jdump(item))
+    return "\n\n".join(parts)
+
+
 def read_codex(events: Iterable[tuple[int, Any]], source: str | None = None) -> tuple[dict, list[str]]:
     """(OpenAI dump, notes) of a rollout given as (line, parsed line) pairs."""
     events = list(events)
@@ -88,7 +106,13 @@ def read_codex(events: Iterable[tuple[int, Any]], source: str | None = None) -> 
             item_lines.append(n)
         elif t == "compacted":
             text = payload.get("message") if isinstance(payload.get("message"), str) else ""
-            compactions.append({"line": n, "item": len(items)})
+            history = payload.get("replacement_history")
+            entry: dict[str, Any] = {"line": n, "item": len(items)}
+            if isinstance(history, list):  # what the model had after the compaction (remote compaction)
+                kept = _history_text(history)
+                text = "\n\n".join(t for t in (text, kept) if t)
+                entry["replacement_items"] = len(history)
+            compactions.append(entry)
             items.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})
             item_lines.append(n)
         elif t == "turn_context":

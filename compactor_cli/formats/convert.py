@@ -189,6 +189,40 @@ def to_plain_openai(dump: dict, fmt: str, notes: Notes) -> dict:
 
 # ---------------------------------------------------------------- plain OpenAI -> targets
 
+def _image_url(p: dict) -> tuple[str, Any]:
+    """(url, detail) of an OpenAI image_url part, checked: a value of another type is the
+    record's INVALID_INPUT, not a crash of the batch."""
+    from ..errors import InvalidInputError
+    from .base import type_name
+
+    image = p.get("image_url")
+    if not isinstance(image, dict) or not isinstance(image.get("url"), str):
+        got = type_name(image) if not isinstance(image, dict) else f"a 'url' of type {type_name(image.get('url'))}"
+        raise InvalidInputError(f"an image_url part needs an object with a string 'url', got {got}: "
+                                "write it as {\"image_url\": {\"url\": \"...\"}}")
+    return image["url"], image.get("detail")
+
+
+#: What the writers below read of a plain OpenAI message; any other key with a value is noted.
+_READ_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "reasoning_content", "reasoning"})
+#: Keys a writer reads for one target only (noted for the others).
+_TARGET_KEYS = {"Anthropic": frozenset({"is_error"})}
+
+
+def _note_dropped(m: dict, target: str, notes: Notes) -> None:
+    """Say (per record, counted) which message keys the target format has no place for, e.g.
+    ``name``, ``audio``, ``metadata``: nothing is dropped silently (and --strict fails it)."""
+    for k, v in m.items():
+        if k not in _READ_KEYS and k not in _TARGET_KEYS.get(target, ()) and v is not None:
+            notes.add(f"message '{k}' values not carried over ({target} messages have no '{k}')")
+
+
+def _note_part(p: dict, read: tuple, target: str, notes: Notes) -> None:
+    for k, v in p.items():
+        if k not in read and v is not None:
+            notes.add(f"'{k}' of {p.get('type')} parts not carried over ({target} has no place for it)")
+
+
 def _openai_parts_to_anthropic(content: Any, notes: Notes) -> Any:
     if not isinstance(content, list):
         return content if content is not None else ""
@@ -196,9 +230,13 @@ def _openai_parts_to_anthropic(content: Any, notes: Notes) -> Any:
     for p in content:
         t = p.get("type") if isinstance(p, dict) else None
         if t == "text":
+            _note_part(p, ("type", "text"), "Anthropic", notes)
             out.append({"type": "text", "text": p.get("text", "")})
         elif t == "image_url":
-            url = (p.get("image_url") or {}).get("url", "")
+            _note_part(p, ("type", "image_url"), "Anthropic", notes)
+            url, detail = _image_url(p)
+            if detail is not None:
+                notes.add(f"image detail {detail!r} (Anthropic images have none)")
             if url.startswith("data:") and ";base64," in url:
                 media, data = url[5:].split(";base64,", 1)
                 out.append({"type": "image", "source": {"type": "base64", "media_type": media, "data": data}})
@@ -227,6 +265,7 @@ def plain_to_anthropic(plain: dict, notes: Notes) -> dict:
     leading = True
     for m in msgs:
         role = m.get("role")
+        _note_dropped(m, "Anthropic", notes)
         if role in ("system", "developer") and leading:
             c = m.get("content")
             system_texts.append(c if isinstance(c, str) else "\n".join(
@@ -258,6 +297,8 @@ def plain_to_anthropic(plain: dict, notes: Notes) -> dict:
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.get("tool_call_id")}
             c = m.get("content")
             block["content"] = c if isinstance(c, str) else _as_blocks(c, notes) if c is not None else ""
+            if m.get("is_error") is True:  # a Claude Code (or Anthropic) error marker, back where it belongs
+                block["is_error"] = True
             if out and out[-1]["role"] == "user":  # results go first in their user message
                 blocks = out[-1]["content"]
                 k = 0
@@ -301,9 +342,12 @@ def _responses_parts(content: Any, role: str, notes: Notes) -> Any:
     for p in content:
         t = p.get("type") if isinstance(p, dict) else None
         if t == "text":
+            _note_part(p, ("type", "text"), "Responses", notes)
             out.append({"type": kind, "text": p.get("text", "")})
         elif t == "image_url" and role != "assistant":
-            out.append({"type": "input_image", "image_url": (p.get("image_url") or {}).get("url", "")})
+            _note_part(p, ("type", "image_url"), "Responses", notes)
+            url, detail = _image_url(p)
+            out.append({"type": "input_image", "image_url": url, **({"detail": detail} if detail is not None else {})})
         elif t in ("input_text", "output_text", "input_image", "input_file", "refusal"):
             out.append(p)
         else:
@@ -323,6 +367,8 @@ def plain_to_responses(plain: dict, notes: Notes) -> dict:
     if msgs and msgs[0].get("role") == "system" and isinstance(msgs[0].get("content"), str):
         result["instructions"] = msgs[0]["content"]
         start = 1
+    for m in msgs:
+        _note_dropped(m, "Responses", notes)
     for m in msgs[start:]:
         role = m.get("role")
         if role in ("user", "system", "developer", "assistant"):
@@ -354,7 +400,7 @@ def plain_to_responses(plain: dict, notes: Notes) -> dict:
     return result
 
 
-def convert(dump: dict, codec: Any, to: str) -> tuple[Any, list[str]]:
+def convert(dump: dict, codec: Any, to: str, history: str = "since-compaction") -> tuple[Any, list[str]]:
     """(the record in format ``to``, notes) of an internal dump read with ``codec``."""
     if to not in TARGETS:
         raise ValueError(f"unknown target {to!r}")
@@ -366,7 +412,12 @@ def convert(dump: dict, codec: Any, to: str) -> tuple[Any, list[str]]:
         from .claude_code import read_claude_code_anthropic
 
         src = dump.get("source") or {}
-        return read_claude_code_anthropic(codec.original, src.get("file"))
+        native, lines = read_claude_code_anthropic(codec.original, src.get("file"))
+        if history == "since-compaction":
+            from .claude_code_tree import split_at_boundary
+
+            split_at_boundary(native, lines)
+        return native, lines
     plain = to_plain_openai(dump, codec.format, notes)
     if to == "openai":
         native: Any = plain

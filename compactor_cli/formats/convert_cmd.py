@@ -10,6 +10,8 @@ command does, and the run exits 1.
 
 from __future__ import annotations
 
+import re
+
 import sys
 from typing import Any
 
@@ -25,8 +27,12 @@ def _emit(line: str) -> None:
     click.echo(line, err=True)
 
 
+#: A number of 19 digits or more after a JSON value separator: possibly beyond 64 bits.
+_BIG_INT = re.compile(rb"[\[:,]\s*-?\d{19,}")
+
+
 def convert_record(raw: bytes, from_: str, to: str, source: str | None, line: int | None,
-                   form: str, strict: bool = False) -> tuple[bytes, dict[str, Any]]:
+                   form: str, strict: bool = False, history: str = "since-compaction") -> tuple[bytes, dict[str, Any]]:
     """(bytes to write, report item) of one record; a failed record is passed through."""
     from ..errors import InvalidInputError
     from ..files import dump_bytes
@@ -35,11 +41,12 @@ def convert_record(raw: bytes, from_: str, to: str, source: str | None, line: in
 
     item: dict[str, Any] = {"source": source, "line": line}
     try:
-        dump, codec = parse_record(raw, from_, source=source, line=line)
+        exact = _BIG_INT.search(raw) is not None  # an integer orjson would read as a float: read it exactly
+        dump, codec = parse_record(raw, from_, exact=exact, source=source, line=line, history=history)
         fatal = [p for p in codec.problems(dump) if p.fatal]
         if fatal:
             raise InvalidInputError(fatal[0].message, fatal[0].pointer)
-        native, notes = convert(dump, codec, to)
+        native, notes = convert(dump, codec, to, history)
         plain = to_plain_openai(dump, codec.format, Notes())
         missing = check_carried(plain, native if to != "openai" else to_plain_openai(native, "openai", Notes())
                                 if isinstance(native, dict) else {"messages": native}, to) \
@@ -53,9 +60,19 @@ def convert_record(raw: bytes, from_: str, to: str, source: str | None, line: in
                     messages_after=_count(native, to))
         if notes:
             item["notes"] = notes
-        return dump_bytes(native, form), item
+        try:
+            return dump_bytes(native, form), item
+        except InvalidInputError:
+            if not exact:
+                raise
+            return dump_bytes(native, form, exact=True), item  # integers beyond 64 bits, written exactly
     except InvalidInputError as exc:
         item.update(status="INVALID_INPUT", error=str(exc))
+        return raw, item
+    except Exception as exc:  # noqa: BLE001  a value no reader expected: this record fails, never the batch
+        from ..pipeline import unexpected_error
+
+        item.update(status="INVALID_INPUT", error=str(unexpected_error(exc)))
         return raw, item
 
 
@@ -78,8 +95,12 @@ def _count(native: Any, to: str) -> int:
 @click.option("--report", "report_path", metavar="PATH", help="Write a JSON report to PATH.")
 @click.option("-q", "--quiet", is_flag=True, help="No warnings or summary on stderr; errors only.")
 @click.option("--strict", is_flag=True, help="Fail a record when anything could not be carried over.")
+@click.option("--claude-code-history", "claude_code_history", type=click.Choice(["since-compaction", "full"]),
+              default="since-compaction", show_default=True,
+              help="Claude Code logs: from the last compact_boundary (the earlier part carried in "
+                   "source.before_compaction), or the whole file.")
 def convert(inputs: tuple[str, ...], from_format: str, to_format: str, output: str | None,
-            report_path: str | None, quiet: bool, strict: bool) -> None:
+            report_path: str | None, quiet: bool, strict: bool, claude_code_history: str) -> None:
     """Convert transcripts between formats (lossy conversions are reported).
 
     Request formats convert both ways (openai, anthropic, responses: the same format in and
@@ -125,7 +146,7 @@ def convert(inputs: tuple[str, ...], from_format: str, to_format: str, output: s
             try:
                 for rec in iter_records(src, display, from_format):
                     out, item = convert_record(rec.raw, from_format, to_format, rec.source, rec.line, rec.form,
-                                               strict)
+                                               strict, claude_code_history)
                     items.append(item)
                     statuses[item["status"]] = statuses.get(item["status"], 0) + 1
                     where = f"{rec.source}:{rec.line}" if rec.line is not None else rec.source

@@ -45,7 +45,8 @@ def _message_marks(messages: list) -> set[str]:
     for m in messages:
         if type(m) is not dict:
             continue
-        if not openai and (m.get("role") in _OPENAI_ROLES or "tool_calls" in m or "tool_call_id" in m
+        role = m.get("role")
+        if not openai and ((type(role) is str and role in _OPENAI_ROLES) or "tool_calls" in m or "tool_call_id" in m
                            or "function_call" in m):
             openai = True
         t = m.get("type")
@@ -58,7 +59,7 @@ def _message_marks(messages: list) -> set[str]:
                 if type(p) is not dict:
                     continue
                 pt = p.get("type")
-                if pt == "text":
+                if pt == "text" or type(pt) is not str:  # a type of the wrong kind: the reader says so
                     continue
                 if pt in SIGNAL_BLOCKS or (pt == "image" and "source" in p):
                     marks.add("anthropic")

@@ -22,7 +22,7 @@ def repair_pairing(messages: list[dict], where: list[Any], no_result: str) -> tu
     unanswered: list[str] = []
     for i, m in enumerate(messages):
         calls = m.get("tool_calls") if m.get("role") == "assistant" else None
-        if not calls:
+        if not calls or not isinstance(calls, list):  # a wrong type is reported by the checks
             continue
         ids = [c.get("id") for c in calls if isinstance(c, dict)]
         found: list[int] = []

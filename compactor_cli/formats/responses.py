@@ -353,7 +353,11 @@ def to_native(dump: dict) -> Any:
         if memo is None or "instr" in memo:  # a summary, or the request's own instructions
             body = msgs[1:]
             text = msgs[0].get("content")
-            if "instructions" in (layout.get("keys") or ()) or (memo is not None and "instr" in memo):
+            # instructions that are not text (a list of parts) stay as they were: the summary is
+            # written before the input instead of over them, so restore gives them back
+            keeps_own = "instructions" in dump and not _is_instr(dump["instructions"])
+            if not keeps_own and ("instructions" in (layout.get("keys") or ())
+                                  or (memo is not None and "instr" in memo)):
                 instructions = text
             else:
                 lead = [{"type": "message", "role": "developer", "content": text}]

@@ -54,6 +54,9 @@ def read_swe_agent(obj: Any, source: str | None = None, line: int | None = None)
             content = jdump(content)
         if role == "tool":
             ids = m.get("tool_call_ids") or ([m["tool_call_id"]] if isinstance(m.get("tool_call_id"), str) else [])
+            if not isinstance(ids, list) or not all(isinstance(c, str) for c in ids):
+                raise fail(f"'tool_call_ids' must be a list of strings, got {type_name(ids)}"
+                           + (" holding other values" if isinstance(ids, list) else ""), f"/history/{i}/tool_call_ids")
             for k, cid in enumerate(ids or [None]):
                 out = {"role": "tool", "content": content if k == 0 else f"[the result of {ids[0]} answers this call too]"}
                 if cid is not None:
