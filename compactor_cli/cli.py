@@ -236,7 +236,7 @@ def compact(**kw: Any) -> None:
 
     \b
     Example:
-      xcompact compact fixtures/taubench_airline_5.jsonl --token-threshold 2000 --backend extractive -o compacted.jsonl
+      xcompact compact fixtures/taubench_airline_5.jsonl --token-threshold 3000 --backend extractive -o compacted.jsonl
     """
     if kw["check"] and kw["dry_run"]:
         raise click.UsageError("--check and --dry-run cannot be used together: --check only measures, "
