@@ -182,8 +182,16 @@ def system_message(messages: list[dict], cut: Cut, text: str, preserve_system: b
     if isinstance(content, str) and content:
         return {**original, "content": content + "\n\n" + text}
     if isinstance(content, list) and content:
-        return {**original, "content": [*content, {"type": "text", "text": text}]}
+        return {**original, "content": [*content, {"type": _text_part_type(content), "text": text}]}
     return {**original, "content": text}
+
+
+def _text_part_type(parts: list) -> str:
+    """The type the prompt's own text parts have (``text``; ``input_text`` in a Responses item)."""
+    for part in reversed(parts):
+        if isinstance(part, dict) and isinstance(part.get("text"), str) and isinstance(part.get("type"), str):
+            return part["type"]
+    return "text"
 
 
 _SUMMARY_START = "## " + "system_context\n"

@@ -208,7 +208,7 @@ def test_dry_run_reports_rounds_and_writes_nothing(runner, tmp_path):
 
 def test_compact_output_is_stable_on_a_second_run(runner, tmp_path):
     out1, out2 = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    args = ["compact", "-q", "--token-threshold", "2500", "--backend", "extractive"]
+    args = ["compact", "-q", "--token-threshold", "3500", "--backend", "extractive"]
     assert runner.invoke(cli, args + [str(FIXTURES / "taubench_airline_5.jsonl"), "-o", str(out1)]).exit_code == 0
     res = runner.invoke(cli, args + [str(out1), "-o", str(out2), "--report", str(tmp_path / "r.json")])
     assert res.exit_code == 0
@@ -241,7 +241,7 @@ def test_library_entry_points_work_on_plain_dicts():
     assert restore_conversation(new)[0] == dump
 
 
-@pytest.mark.parametrize("command", [["compact", "--token-threshold", "2500"], ["summarize", "--keep-recent", "4"],
+@pytest.mark.parametrize("command", [["compact", "--token-threshold", "3500"], ["summarize", "--keep-recent", "4"],
                                      ["toolcall", "--keep", "0"]])
 def test_a_bare_list_comes_back_as_the_same_list(runner, tmp_path, command):
     out = tmp_path / "o.json"
@@ -255,7 +255,7 @@ def test_a_bare_list_comes_back_as_the_same_list(runner, tmp_path, command):
 
 
 @pytest.mark.parametrize("argv", [
-    ["compact", "--token-threshold", "2500", "--backend", "extractive"],
+    ["compact", "--token-threshold", "3500", "--backend", "extractive"],
     ["compact", "--check", "--token-threshold", "2500"],
     ["summarize", "--backend", "extractive", "--keep-recent", "6"],
     ["restore"],

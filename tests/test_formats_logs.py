@@ -356,7 +356,7 @@ def test_tiers_run_on_converted_logs_and_restore():
         assert res.reclaimed_count >= 1
         assert restore_details(new).dump == dump
         summarised, status, _ = summarize_dump(dump, keep_recent=4)
-        assert status.value in ("SUMMARIZED", "SUMMARIZE_FAILED")
+        assert status.value in ("SUMMARIZED", "SUMMARIZE_FAILED", "NOTHING_TO_CONDENSE")
         if status.value == "SUMMARIZED":
             assert_paired({"messages": summarised["messages"]})
             assert restore_details(summarised).dump == dump

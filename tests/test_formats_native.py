@@ -328,13 +328,13 @@ def test_tier2_output_is_valid_and_restores_exactly(fmt):
         if status.value == "SUMMARIZED":
             if valid:
                 valid(out, obj)
-            if fmt == "anthropic":
-                assert isinstance(out, dict) and isinstance(out["system"], str)
-                assert "summary round 1" in out["system"]
+            if fmt == "anthropic":  # the prompt kept as it was (a string or blocks), the summary after it
+                assert isinstance(out, dict) and isinstance(out["system"], (str, list))
+                assert "summary round 1" in _text(out["system"])
             if fmt == "responses":
                 instr = isinstance(obj, dict) and "instructions" in obj
                 summary = out["instructions"] if instr else response_items(out)[0]["content"]
-                assert "summary round 1" in summary
+                assert "summary round 1" in _text(summary)
         restore_exact(out, fmt, obj)
 
     check()
@@ -438,11 +438,21 @@ def test_anthropic_tier1_replaces_tool_result_content_only():
     restore_exact(out, "anthropic", ANTHROPIC)
 
 
+def _text(value) -> str:
+    """The text of a string, or of a list of text blocks / input_text parts."""
+    if isinstance(value, str):
+        return value
+    return "\n".join(p.get("text", "") for p in value if isinstance(p, dict))
+
+
 def test_anthropic_summary_goes_to_system():
     out, status = tier2(ANTHROPIC, "anthropic", 2)
     assert status.value == "SUMMARIZED"
     assert list(out)[:4] == ["model", "max_tokens", "system", "messages"]
-    assert out["system"].startswith("## system_context") and "summary round 1" in out["system"]
+    # the system blocks stay as they were; the summary is one more text block after them
+    assert out["system"][:len(ANTHROPIC["system"])] == ANTHROPIC["system"]
+    (added,) = out["system"][len(ANTHROPIC["system"]):]
+    assert added["type"] == "text" and added["text"].startswith("## system_context") and "summary round 1" in added["text"]
     assert out["messages"] == ANTHROPIC["messages"][6:]  # cut before the user message "Fix it."
     assert_valid_anthropic(out, ANTHROPIC)
     restore_exact(out, "anthropic", ANTHROPIC)

@@ -250,7 +250,8 @@ def test_compact_note_lists_the_ids_and_they_can_be_fetched(keep_originals):
     assert status.value in ("SUMMARIZED", "STILL_OVER")
     note = new["messages"][0]["content"]
     if keep_originals:
-        listed = note.split("summarised away: ")[1].split(" (fetch")[0].split(", ")
+        listed = note.split("summarised away: ")[1].split(" (fetch with")[0].split(", ")
+        listed = [item.rsplit(" (", 1)[0] for item in listed]  # "c0b (grep)": the key, then its tool
         assert listed and all(extract_tool_result(new, cid) for cid in listed)
     else:
         assert "summarised away" not in note  # nothing is stored, nothing to fetch
