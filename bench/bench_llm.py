@@ -12,7 +12,10 @@ with every other option at its default. Per data set: runs, SUMMARIZED, repaired
 summary, seconds per summary (wall time of the run / runs), and two checks of every output: tool
 pairing (the project's own checks) and whether the same server takes the compacted messages as
 a chat request (sent to a second instance with a 256-token context: its template and request
-validation run, and it refuses only for length, so no prompt is evaluated).
+validation run, and it refuses only for length, so no prompt is evaluated). llama-cpp-python
+0.3.36 refuses ``content: null`` in an assistant message with tool calls, which the OpenAI API
+allows and the real inputs hold, so such content is sent as "" there, and the same check of the
+inputs is reported beside.
 
     bash tests/llm/setup.sh > /tmp/llm.env && . /tmp/llm.env
     python bench/bench_llm.py [--data ../shared/data] [--runs 10] [--sets tau,swe,cc]
@@ -63,13 +66,31 @@ def xcompact(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "compactor_cli", *args], capture_output=True, text=True)
 
 
+def for_llama_cpp(messages: list[dict]) -> list[dict]:
+    """llama-cpp-python 0.3.36 refuses ``content: null`` in an assistant message with tool calls
+    (the OpenAI API allows it, and the real inputs have it): such content is sent as ""."""
+    return [dict(m, content="") if m.get("content") is None else m for m in messages]
+
+
 def accepted(check_url: str, messages: list[dict]) -> bool:
     """The server validates the request and applies its chat template; with a 256-token context it
     then refuses for length only (a request it cannot take fails before that, differently)."""
-    status, body = llm.chat(check_url, {"model": "local", "messages": messages, "max_tokens": 1, "temperature": 0},
-                            timeout=120)
+    status, body = llm.chat(check_url, {"model": "local", "messages": for_llama_cpp(messages), "max_tokens": 1,
+                                        "temperature": 0}, timeout=120)
     text = orjson.dumps(body).decode()
     return status == 200 or (status == 400 and "context_length_exceeded" in text)
+
+
+def acceptance(check_url: str, work: str, name: str) -> tuple[int, int]:
+    """(outputs the server takes, inputs it takes) among the conversations a set summarised."""
+    def lines(x: str) -> list[dict]:
+        return [orjson.loads(v) for v in open(os.path.join(work, f"{name}.{x}"), "rb").read().splitlines()]
+
+    items = orjson.loads(open(os.path.join(work, f"{name}.report.json"), "rb").read())["items"]
+    done = [i for i, it in enumerate(items) if it["status"] == "SUMMARIZED"]
+    outs, ins = lines("out.jsonl"), lines("t1.jsonl")
+    return (sum(accepted(check_url, outs[i]["messages"]) for i in done),
+            sum(accepted(check_url, ins[i]["messages"]) for i in done))
 
 
 def run_set(name: str, path: str, runs: int, url: str, check_url: str, work: str) -> dict:
@@ -89,7 +110,7 @@ def run_set(name: str, path: str, runs: int, url: str, check_url: str, work: str
     summarized = [i for i, it in enumerate(items) if it["status"] == "SUMMARIZED"]
     pairing_ok = sum(1 for i in summarized
                      if not [p for p in check_pairing(outs[i]["messages"]) if "used again" not in p.message])
-    accept_ok = sum(1 for i in summarized if accepted(check_url, outs[i]["messages"]))
+    accept_ok, accept_in = acceptance(check_url, work, name)
     calls = [items[i].get("model_calls", 0) for i in summarized]
     failures = [(it["line"], it["status"], it.get("error") or it.get("reason")) for it in items
                 if it["status"] != "SUMMARIZED"]
@@ -97,7 +118,8 @@ def run_set(name: str, path: str, runs: int, url: str, check_url: str, work: str
     return {"set": name, "runs": len(items), "summarized": len(summarized),
             "repaired": sum(1 for i in summarized if items[i].get("repaired")),
             "calls_per_summary": sum(calls) / max(1, len(calls)), "seconds_per_summary": seconds / max(1, len(items)),
-            "pairing_ok": pairing_ok, "accepted": accept_ok, "failures": failures, "warnings": warnings,
+            "pairing_ok": pairing_ok, "accepted": accept_ok, "inputs_accepted": accept_in, "failures": failures,
+            "warnings": warnings,
             "structured": sorted({str(items[i].get("structured")) for i in summarized}),
             "summary_tokens": [items[i].get("summary_tokens") for i in summarized], "exit": res.returncode}
 
@@ -109,7 +131,15 @@ def main() -> None:
     ap.add_argument("--sets", default="tau,swe,cc")
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument("--work", help="keep the inputs, outputs and reports in this directory")
+    ap.add_argument("--accept-only", action="store_true",
+                    help="only check, in --work, which outputs (and inputs) the server takes as chat requests")
     args = ap.parse_args()
+    if args.accept_only:
+        with llm.start(n_ctx=256) as check:
+            for key in args.sets.split(","):
+                if os.path.exists(os.path.join(args.work, f"{key}.report.json")):
+                    print(key, *acceptance(check.base_url, args.work, key))
+        return
     results = []
     if args.work:
         os.makedirs(args.work, exist_ok=True)
@@ -120,11 +150,12 @@ def main() -> None:
             results.append(r)
             print(orjson.dumps(r).decode(), file=sys.stderr, flush=True)
     print("| data set | runs | SUMMARIZED | repaired | model calls / summary | s / summary | pairing valid | "
-          "accepted by the server |")
+          "accepted by the server (inputs) |")
     print("|---|---|---|---|---|---|---|---|")
     for r in results:
         print(f"| {SETS[r['set']]} | {r['runs']} | {r['summarized']} | {r['repaired']} | {r['calls_per_summary']:.1f} | "
-              f"{r['seconds_per_summary']:.0f} | {r['pairing_ok']}/{r['summarized']} | {r['accepted']}/{r['summarized']} |")
+              f"{r['seconds_per_summary']:.0f} | {r['pairing_ok']}/{r['summarized']} | {r['accepted']}/{r['summarized']} "
+              f"({r['inputs_accepted']}/{r['summarized']}) |")
     total = sum(r["runs"] for r in results)
     ok = sum(r["summarized"] for r in results)
     print(f"| all | {total} | {ok} ({100 * ok / max(1, total):.0f}%) | | | | | |")
