@@ -47,19 +47,24 @@ MIN_HEAD = 4
 OWNED = ("compacted_tool_results", "summarized_messages", "compaction_counter", "xcompact", "tokens_used")
 
 
-def select(path: str, runs: int) -> list[bytes]:
-    """The first ``runs`` lines whose conversation has a head of MIN_HEAD+ messages after tier 1."""
-    out = []
+def select(path: str, runs: int, smallest: bool = False) -> list[bytes]:
+    """The first ``runs`` lines whose conversation has a head of MIN_HEAD+ messages after tier 1
+    (``smallest``: the ``runs`` such lines with the fewest head characters, in file order)."""
+    found = []
     with open(path, "rb") as fh:
         for line in fh:
             dump = orjson.loads(line)
             reclaimed, _ = reclaim_tool_results(dump)
-            head = choose_cut_point(reclaimed["messages"]).head
+            messages = reclaimed["messages"]
+            head = choose_cut_point(messages).head
             if len(head) >= MIN_HEAD:
-                out.append(line if line.endswith(b"\n") else line + b"\n")
-            if len(out) == runs:
+                size = sum(len(orjson.dumps(messages[i])) for i in head)
+                found.append((size, len(found), line if line.endswith(b"\n") else line + b"\n"))
+            if len(found) == runs and not smallest:
                 break
-    return out
+    if smallest:
+        found = sorted(sorted(found)[:runs], key=lambda f: f[1])
+    return [line for _, _, line in found]
 
 
 def xcompact(*args: str) -> subprocess.CompletedProcess:
@@ -93,8 +98,8 @@ def acceptance(check_url: str, work: str, name: str) -> tuple[int, int]:
             sum(accepted(check_url, ins[i]["messages"]) for i in done))
 
 
-def run_set(name: str, path: str, runs: int, url: str, check_url: str, work: str) -> dict:
-    lines = select(path, runs)
+def run_set(name: str, path: str, runs: int, url: str, check_url: str, work: str, smallest: bool = False) -> dict:
+    lines = select(path, runs, smallest)
     src, t1, out, report = (os.path.join(work, f"{name}.{x}") for x in ("in.jsonl", "t1.jsonl", "out.jsonl", "report.json"))
     with open(src, "wb") as fh:
         fh.writelines(lines)
@@ -131,6 +136,7 @@ def main() -> None:
     ap.add_argument("--sets", default="tau,swe,cc")
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument("--work", help="keep the inputs, outputs and reports in this directory")
+    ap.add_argument("--smallest", default="", help="sets (e.g. cc) whose runs are those with the smallest heads")
     ap.add_argument("--accept-only", action="store_true",
                     help="only check, in --work, which outputs (and inputs) the server takes as chat requests")
     args = ap.parse_args()
@@ -146,7 +152,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, llm.start(n_ctx=8192) as server, llm.start(n_ctx=256) as check:
         work = args.work or tmp
         for key in args.sets.split(","):
-            r = run_set(key, os.path.join(args.data, SETS[key]), args.runs, server.base_url, check.base_url, work)
+            r = run_set(key, os.path.join(args.data, SETS[key]), args.runs, server.base_url, check.base_url, work,
+                        key in args.smallest.split(","))
             results.append(r)
             print(orjson.dumps(r).decode(), file=sys.stderr, flush=True)
     print("| data set | runs | SUMMARIZED | repaired | model calls / summary | s / summary | pairing valid | "
