@@ -179,11 +179,30 @@ def system_message(messages: list[dict], cut: Cut, text: str, preserve_system: b
     if not preserve_system or original is None:
         return {"role": "system", "content": text}
     content, _ = split_system(original.get("content"), rounds_before)
+    if _written_back_from_memory(original):
+        # a native item its format writes back as it was read (a Responses developer item): the
+        # prompt's text goes first in the summary's own message, which the format writes anew
+        prompt = content_text(content)
+        return {"role": "system", "content": prompt + "\n\n" + text if prompt else text}
     if isinstance(content, str) and content:
         return {**original, "content": content + "\n\n" + text}
     if isinstance(content, list) and content:
         return {**original, "content": [*content, {"type": _text_part_type(content), "text": text}]}
     return {**original, "content": text}
+
+
+def _written_back_from_memory(message: dict) -> bool:
+    """The message carries a native item that its format writes back verbatim, not its content."""
+    from .formats.base import MSG_KEY, jload
+
+    raw = message.get(MSG_KEY)
+    if not isinstance(raw, str):
+        return False
+    try:
+        memo = jload(raw)
+    except ValueError:
+        return False
+    return isinstance(memo, dict) and ("items" in memo or "item" in memo)
 
 
 def _text_part_type(parts: list) -> str:

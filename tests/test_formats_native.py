@@ -703,3 +703,21 @@ def test_real_openai_conversations_round_trip_through_responses_and_anthropic():
             summ, status = tier2(out, to, 6)
             valid(summ, native)
             restore_exact(summ, to, native)
+
+
+def test_a_responses_developer_item_first_keeps_its_text_and_gets_the_summary():
+    """The prompt is a developer item (no instructions key): the summary is written with the
+    prompt's text kept first, never dropped for the item as read (restore gives the item back)."""
+    items = [{"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Be terse. Cite files."}]}]
+    for i in range(8):
+        items += [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": f"Question {i} " * 40}]},
+                  {"type": "message", "role": "assistant", "id": f"msg_{i}", "status": "completed",
+                   "content": [{"type": "output_text", "text": f"Answer {i} " * 40, "annotations": []}]}]
+    out, status = tier2(items, "responses", 4)
+    assert status.value == "SUMMARIZED"
+    first = response_items(out)[0]
+    text = _text(first["content"])
+    assert first["role"] == "developer" and text.startswith("Be terse. Cite files.\n\n## system_context")
+    assert "summary round 1" in text and response_items(out)[1:] == items[-4:]
+    assert_valid_responses(out, items)
+    restore_exact(out, "responses", items)
