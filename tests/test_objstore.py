@@ -93,7 +93,7 @@ def test_s3_to_s3_on_two_nodes_is_the_cli_byte_for_byte(two_nodes, runner, tmp_p
     assert len(result.nodes) == 2  # the records were compacted on both nodes
     for rel in RELS:
         assert xray.read_parts(out, rel) == (cli_out / rel).read_bytes(), rel
-    assert len(xray.part_files(out, "sub/b_real.jsonl")) > 2
+    assert len(xray.part_files(out, "sub/b_real.jsonl")) >= 2  # split into blocks (more with the 3 MB shared file)
     fs, path = pafs.FileSystem.from_uri(f"s3://xout/{command}-report.json")  # as xcompact resolves URLs
     with fs.open_input_stream(path) as fh:
         ray_report = json.loads(fh.read())
