@@ -128,7 +128,7 @@ def build_summarised(dump: dict, cut: Cut, summary: str, preserve_system: bool =
     the dump holds originals or an archive, a small entry keeps the IDs of the summarised tool
     results (so the numbering of stored originals goes on) and tells restore to stop there."""
     new = summarised_without_system(dump, cut, keep_originals)
-    text = summary + "\n\n" + summary_note(dump, cut, keep_originals)
+    text = summary + "\n\n" + _note_of(new, cut)
     rounds_before = new[COUNTER_KEY]["summary_rounds"] - 1
     new["messages"] = [system_message(dump["messages"], cut, text, preserve_system, rounds_before)] + new["messages"]
     return new
@@ -136,7 +136,11 @@ def build_summarised(dump: dict, cut: Cut, summary: str, preserve_system: bool =
 
 def summary_note(dump: dict, cut: Cut, keep_originals: bool = True) -> str:
     """The compaction note a summary of this cut gets (known before the summary is written)."""
-    new = summarised_without_system(dump, cut, keep_originals)
+    return _note_of(summarised_without_system(dump, cut, keep_originals), cut)
+
+
+def _note_of(new: dict, cut: Cut) -> str:
+    """The compaction note of ``new`` (the dump without its system message yet)."""
     return compaction_note(len(cut.head), len(cut.kept), new[COUNTER_KEY]["summary_rounds"],
                            summarised_away_ids(new), away_tool_names(new))
 

@@ -105,13 +105,18 @@ def test_a_fresh_run_after_a_killed_one_removes_its_partials(dataset, tmp_path):
     assert os.listdir(rep_dir) == ["report.json"]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_an_interruption_says_resume_and_keeps_what_resume_needs(dataset, tmp_path, sig):
+def _one_input_one_output(dataset, tmp_path):
+    """A copy of the dataset, an output in a directory of its own, and the run's arguments."""
     src = tmp_path / "in.jsonl"
     src.write_bytes(dataset.read_bytes())
     out = tmp_path / "out" / "out.jsonl"
     out.parent.mkdir()
-    args = [*ARGS, str(src), "-o", str(out)]
+    return src, out, [*ARGS, str(src), "-o", str(out)]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interruption_says_resume_and_keeps_what_resume_needs(dataset, tmp_path, sig):
+    src, out, args = _one_input_one_output(dataset, tmp_path)
     proc = subprocess.Popen([sys.executable, "-m", "compactor_cli", *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, env={**os.environ, "XCOMPACT_CHECKPOINT_SECONDS": "0.01"})
     try:
@@ -131,11 +136,7 @@ def test_an_interruption_says_resume_and_keeps_what_resume_needs(dataset, tmp_pa
 def test_a_run_refused_by_the_output_lock_does_not_finish_the_journal(dataset, tmp_path):
     """A second run refused by the lock marked the journal complete: a later --resume said
     "nothing to resume", exited 0, and the output was never written."""
-    src = tmp_path / "in.jsonl"
-    src.write_bytes(dataset.read_bytes())
-    out = tmp_path / "out" / "out.jsonl"
-    out.parent.mkdir()
-    args = [*ARGS, str(src), "-o", str(out)]
+    src, out, args = _one_input_one_output(dataset, tmp_path)
     a = subprocess.Popen([sys.executable, "-m", "compactor_cli", *args], stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, env={**os.environ, "XCOMPACT_CHECKPOINT_SECONDS": "0.01"})
     try:
