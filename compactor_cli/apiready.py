@@ -12,7 +12,8 @@ key also in the record with another value) fails that file, never silently."""
 
 from __future__ import annotations
 
-from typing import IO, Any, Iterator
+from collections.abc import Iterator
+from typing import IO, Any
 
 import orjson
 

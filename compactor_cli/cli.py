@@ -11,8 +11,8 @@ import click
 
 from . import __version__
 from . import options as opt
-from .options import MAX_INT
 from .errors import InvalidInputError, OutputError, UsageError, XCompactError
+from .options import MAX_INT
 from .report import EXIT_FAILED, EXIT_OK, EXIT_STDOUT_CLOSED, EXIT_USAGE
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}

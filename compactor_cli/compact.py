@@ -14,8 +14,8 @@ from typing import Any
 from .backends import Backend
 from .conversation import COUNTER_KEY, REPLACED_KEYS, estimated_message_length
 from .errors import UsageError
-from .status import Status
 from .restore import remember as _remember
+from .status import Status
 from .summarize import DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS, NotSmallerError, head_tool_counts
 from .tier2 import SummarizeOptions, summarize_conversation
 from .tokens import MemoTokens, TokenCounter

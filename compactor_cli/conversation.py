@@ -13,8 +13,9 @@ multi-GB datasets; a test asserts both agree.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from .errors import InvalidInputError
 

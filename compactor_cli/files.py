@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO
 
 import orjson
 
 from .conversation import normalize_record
 from .errors import InvalidInputError
 from .targets import JSONL_SUFFIXES, STDIN
+
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -204,7 +206,7 @@ class Stream:
     def __init__(self, fh: BinaryIO, own: bool = True) -> None:
         self.fh, self.own, self.buf = fh, own, b""
 
-    def __enter__(self) -> "Stream":
+    def __enter__(self) -> Stream:
         return self
 
     def __exit__(self, *exc: Any) -> None:

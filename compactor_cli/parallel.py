@@ -15,9 +15,10 @@ import signal
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from .errors import InvalidInputError
 from .files import CHANGED_INPUT, Record, input_identity
@@ -195,10 +196,10 @@ class ParallelOutcomes:
             pending.append((batch, self.pool.submit(_work_batch, batch)))
             while len(pending) >= self.window:
                 done_batch, fut = pending.popleft()
-                yield from zip(done_batch, fut.result())
+                yield from zip(done_batch, fut.result(), strict=True)
         while pending:
             done_batch, fut = pending.popleft()
-            yield from zip(done_batch, fut.result())
+            yield from zip(done_batch, fut.result(), strict=True)
 
     def ranges(self, path: str, display: str, start: int, ident: tuple | None = None
                ) -> Iterator[tuple[int, int, ChunkResult]]:

@@ -14,8 +14,9 @@ a value (integers beyond 64 bits), and is refused, unchanged, when rewriting wou
 from __future__ import annotations
 
 import inspect
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Union
+from typing import Any
 
 from .conversation import estimated_message_length
 from .errors import BackendError, InvalidInputError
@@ -42,7 +43,7 @@ class Outcome:
 
 
 Result = tuple[dict, Status, dict[str, Any]]
-Transform = Callable[[dict, Settings], Union[Result, Awaitable[Result]]]
+Transform = Callable[[dict, Settings], Result | Awaitable[Result]]
 
 
 def op_toolcall(dump: dict, settings: Settings) -> Result:
@@ -57,9 +58,8 @@ def op_toolcall(dump: dict, settings: Settings) -> Result:
 
 
 def op_restore(dump: dict, settings: Settings) -> Result:
-    from .restore import restore_details
-
     from .formats.claude_code_tree import give_back_before_compaction
+    from .restore import restore_details
 
     new, restored, missing = restore_details(dump)
     new, earlier = give_back_before_compaction(new)  # a Claude Code log read since its compaction

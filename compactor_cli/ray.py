@@ -29,14 +29,16 @@ credentials and endpoints come from the environment of every Ray node (``AWS_END
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import posixpath
 import sys
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import orjson
 import pyarrow as pa
@@ -355,19 +357,19 @@ class JsonlLines(Datasource):
     def get_read_tasks(self, parallelism: int, per_task_row_limit: int | None = None,
                        data_context: Any = None) -> list[ReadTask]:
         tasks = []
-        for index, (inp, size) in enumerate(zip(self.inputs, self._sizes)):
+        for index, (inp, size) in enumerate(zip(self.inputs, self._sizes, strict=True)):
             meta = BlockMetadata(num_rows=None, size_bytes=size, exec_stats=None, input_files=(inp.source,))
             if is_parquet(inp.path):
-                read = (lambda i=index, p=inp, b=self.block_bytes, c=self.columns: _read_parquet_file(i, p, b, *c))
+                read = functools.partial(_read_parquet_file, index, inp, self.block_bytes, *self.columns)
                 schema = None  # the rows carry the file's own columns too
             else:
-                read = (lambda i=index, p=inp, b=self.block_bytes, f=self.input_format: _read_file(i, p, b, f))
+                read = functools.partial(_read_file, index, inp, self.block_bytes, self.input_format)
                 schema = _ROWS
             tasks.append(ReadTask(read, meta, schema=schema, per_task_row_limit=per_task_row_limit))
         return tasks
 
 
-def read_jsonl(paths: list[str] | str, *, block_bytes: int = BLOCK_BYTES, input_format: str = "auto") -> "ray.data.Dataset":
+def read_jsonl(paths: list[str] | str, *, block_bytes: int = BLOCK_BYTES, input_format: str = "auto") -> ray.data.Dataset:
     """The records of JSONL files, directories or URLs as a Dataset (see the module's doc).
     ``input_format``: the CLI's ``--from`` (a Claude Code or Codex log is one record)."""
     inputs = expand_inputs([paths] if isinstance(paths, str) else list(paths))
@@ -375,7 +377,7 @@ def read_jsonl(paths: list[str] | str, *, block_bytes: int = BLOCK_BYTES, input_
 
 
 def _read(inputs: list[InputPath], block_bytes: int = BLOCK_BYTES, messages_column: str = "messages",
-          json_column: str = "conversation_json", input_format: str = "auto") -> "ray.data.Dataset":
+          json_column: str = "conversation_json", input_format: str = "auto") -> ray.data.Dataset:
     ctx = ray.data.DataContext.get_current()
     # Ray merges the blocks a task yields up to this size (128 MiB by default): one block, one task,
     # one core for a whole file. Blocks of block_bytes are what spreads a file over the cluster.
@@ -397,7 +399,7 @@ def _compact_block(table: pa.Table, settings: Settings) -> pa.Table:
     outcomes = proc.outcomes([Record(sources[i], lines[i], raws[i], "jsonl", offsets[i] + len(raws[i])) for i in idx])
     out: list[bytes | None] = [None] * len(raws)
     items: list[bytes | None] = [None] * len(raws)
-    for i, outcome in zip(idx, outcomes):
+    for i, outcome in zip(idx, outcomes, strict=True):
         out[i], items[i] = output_of(settings, outcome), orjson.dumps(outcome.item)
     node = ray.get_runtime_context().get_node_id()
     return (table.drop_columns(["raw"])
@@ -406,7 +408,7 @@ def _compact_block(table: pa.Table, settings: Settings) -> pa.Table:
             .append_column("node", pa.array([node] * len(raws), pa.string())))
 
 
-def compact(ds: "ray.data.Dataset", settings: Settings | str, **options: Any) -> "ray.data.Dataset":
+def compact(ds: ray.data.Dataset, settings: Settings | str, **options: Any) -> ray.data.Dataset:
     """The CLI's per-record step over a Dataset from ``read_jsonl``: adds ``out`` (bytes to
     write, or null) and ``item`` (the report item, JSON), drops ``raw``. ``settings`` from
     ``batch.settings_for``, or a command name with its options."""
@@ -423,7 +425,7 @@ def _write_block(table: pa.Table, root: OutputRoot, json_column: str = "conversa
     outs = table.column("out").to_pylist()
     files, relatives, offsets = (table.column(c).to_pylist() for c in ("file", "relative", "offset"))
     groups: dict[int, tuple[str, int, list[int]]] = {}
-    for i, (f, rel, off) in enumerate(zip(files, relatives, offsets)):
+    for i, (f, rel, off) in enumerate(zip(files, relatives, offsets, strict=True)):
         if table.column("error")[i].as_py() is not None:
             continue
         if f not in groups:
@@ -466,7 +468,7 @@ def _put(root: OutputRoot, rel: str, name: str, data: bytes) -> None:
             fh.write(data)
 
 
-def write_jsonl(ds: "ray.data.Dataset", output: str) -> "ray.data.Dataset":
+def write_jsonl(ds: ray.data.Dataset, output: str) -> ray.data.Dataset:
     """Write ``out`` as ordered parts under ``output`` (a directory or URL prefix); returns the
     item rows, lazily: consume them (``run`` does) to run the job."""
     fs, root = _resolve(output)
@@ -655,7 +657,7 @@ def run(settings: Settings | str, inputs: list[str] | str, output: str | None = 
         report.files = len(files)
         for batch in ds.iter_batches(batch_format="pyarrow", batch_size=None):
             cols = {c: batch.column(c).to_pylist() for c in ("source", "item", "error", "node")}
-            for source, item, error, node in zip(cols["source"], cols["item"], cols["error"], cols["node"]):
+            for source, item, error, node in zip(cols["source"], cols["item"], cols["error"], cols["node"], strict=True):
                 if error is not None:
                     report.add_file_error(source, error)
                     lines.error(source, error)

@@ -36,11 +36,21 @@ placeholder. Shapes are checked beforehand by ``conversation.check_conversation`
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
-from .conversation import (ALIASES_FIELD, ARCHIVE_KEY, ARCHIVED_FIELD, COUNTER_KEY, EMPTY_STORE_FIELD, META_KEY,
-                           ORIGINALS_KEY, REPLACED_KEYS, placeholder_for)
+from .conversation import (
+    ALIASES_FIELD,
+    ARCHIVE_KEY,
+    ARCHIVED_FIELD,
+    COUNTER_KEY,
+    EMPTY_STORE_FIELD,
+    META_KEY,
+    ORIGINALS_KEY,
+    REPLACED_KEYS,
+    placeholder_for,
+)
 from .errors import InvalidInputError
 
 _MISSING = object()

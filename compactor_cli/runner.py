@@ -10,21 +10,37 @@ import os
 import signal
 import sys
 import time
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from .errors import InvalidInputError, OutputError, UsageError
 from .files import CHANGED_INPUT, Record, input_identity
 from .formats import file_format, iter_records
 from .guards import abort_quietly, plan_sidecars, refuse_log_in_place
 from .journal import CHECKPOINT_SECONDS, Journal, JournalBusy, fingerprint, journal_path
-from .parallel import (MODEL_COMMANDS, AsyncOutcomes, Outcomes, ParallelOutcomes, make_counter, make_transform,
-                       serial_outcomes)
+from .parallel import (
+    MODEL_COMMANDS,
+    AsyncOutcomes,
+    Outcomes,
+    ParallelOutcomes,
+    make_counter,
+    make_transform,
+    serial_outcomes,
+)
 from .pipeline import Outcome
 from .report import EXIT_INTERRUPTED, EXIT_OK, EXIT_STDOUT_CLOSED, Report, ReportError
 from .settings import RunIO, Settings
-from .sinks import (AtomicFile, StdoutClosed, file_crc, is_special, lock_output, open_sink, remove_partial,
-                    remove_stale_partials,
-                    verify_partial)
+from .sinks import (
+    AtomicFile,
+    StdoutClosed,
+    file_crc,
+    is_special,
+    lock_output,
+    open_sink,
+    remove_partial,
+    remove_stale_partials,
+    verify_partial,
+)
 from .targets import JSONL_SUFFIXES, STDIN, Target, is_regular_input, plan_run
 
 Emit = Callable[[str], None]
@@ -202,7 +218,7 @@ def _run_journaled(settings: Settings, io: RunIO, plan: Any, counter: Any, trans
 def _quiet_close(closer: Callable[[], None]) -> None:
     try:
         closer()
-    except BaseException:
+    except BaseException:  # noqa: BLE001  closing after a failure must not hide the failure
         pass
 
 
@@ -386,7 +402,7 @@ class _Batch:
                     and file_format(src, self.settings.input_format) is None:  # a whole-file log is one record
                 base, seen = start_line - 1, start > 0
                 for lo, hi, chunk in ranges(src, display, start, ident):
-                    for rel, end, outcome in chunk.records:
+                    for rel, _end, outcome in chunk.records:
                         if in_place:
                             refuse_log_in_place(outcome)
                         outcome.item["line"] = base + rel

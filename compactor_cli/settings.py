@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # the tiers are imported lazily: toolcall never pays for them
     from .compact import Policy
     from .tier2 import SummarizeOptions
 
-from .toolcall import DEFAULT_KEEP  # noqa: E402  (xun's toolcall_keep_max)
+from .toolcall import DEFAULT_KEEP
 
 
 @dataclass(frozen=True)

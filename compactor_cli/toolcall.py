@@ -13,15 +13,45 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .conversation import (EMPTY_STORE_FIELD, META_KEY, ORIGINALS_KEY, PLACEHOLDER_TEMPLATE, content_length,
-                           estimated_message_length, placeholder_for)
+from .conversation import (
+    EMPTY_STORE_FIELD,
+    META_KEY,
+    ORIGINALS_KEY,
+    PLACEHOLDER_TEMPLATE,
+    content_length,
+    estimated_message_length,
+    placeholder_for,
+)
 from .errors import InvalidInputError
-from .restore import (KeyAllocator, find_stored, head_tool_counts, is_placeholder_of, originals_key, read_aliases, restore_conversation, restore_details,
-                      restore_tool_results, slot_key, tool_slots, with_aliases)
+from .restore import (
+    KeyAllocator,
+    find_stored,
+    head_tool_counts,
+    is_placeholder_of,
+    originals_key,
+    read_aliases,
+    restore_conversation,
+    restore_details,
+    restore_tool_results,
+    slot_key,
+    tool_slots,
+    with_aliases,
+)
 
-__all__ = ["PLACEHOLDER_TEMPLATE", "DEFAULT_KEEP", "META_KEY", "ToolCallCompactResult", "extract_tool_result",
-           "originals_key", "placeholder_for", "reclaim_tool_results", "restore_conversation", "restore_details",
-           "restore_tool_results", "tool_result_keys"]
+__all__ = [
+    "DEFAULT_KEEP",
+    "META_KEY",
+    "PLACEHOLDER_TEMPLATE",
+    "ToolCallCompactResult",
+    "extract_tool_result",
+    "originals_key",
+    "placeholder_for",
+    "reclaim_tool_results",
+    "restore_conversation",
+    "restore_details",
+    "restore_tool_results",
+    "tool_result_keys",
+]
 
 DEFAULT_KEEP = 12  # xun's toolcall_keep_max
 

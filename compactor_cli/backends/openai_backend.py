@@ -33,8 +33,9 @@ import asyncio
 import contextlib
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
@@ -300,7 +301,7 @@ class OpenAIBackend:
                 retryable = exc.status_code in (408, 409, 429) or exc.status_code >= 500
             except openai.APIConnectionError as exc:  # timeouts included
                 retryable, reason, wait = True, self._describe(exc), None
-            except Exception as exc:  # malformed answers (JSON, shape) from the server
+            except Exception as exc:  # noqa: BLE001  malformed answers (JSON, shape) from the server
                 retryable, reason, wait = True, f"malformed answer from the server ({type(exc).__name__})", None
             if not retryable or attempt > self.opts.retries:
                 tries = f" after {attempt} attempts" if attempt > 1 else ""

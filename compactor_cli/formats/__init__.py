@@ -21,7 +21,8 @@ and the runner's reading (a Claude Code or Codex file is one record)::
 from __future__ import annotations
 
 import os
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ..errors import InvalidInputError
 from .base import DUMP_KEY, FILE_LEVEL, FORMATS, LOG_FORMATS, MSG_KEY, REQUEST_FORMATS, SOURCE_KEY, Codec, LogCodec
@@ -232,7 +233,8 @@ def iter_records(path: str, display: str | None = None, from_: str = "auto", sta
                  start_line: int = 1) -> Iterator[Any]:
     """files.iter_records, except that a Claude Code or Codex file is one record (its whole
     bytes, form "jsonl", line None)."""
-    from ..files import Record, iter_records as per_record, open_stream
+    from ..files import Record, open_stream
+    from ..files import iter_records as per_record
 
     display = display or ("<stdin>" if path == "-" else path)
     with open_stream(path) as stream:  # the one open: sniffed and read from the same bytes

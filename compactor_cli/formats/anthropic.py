@@ -253,7 +253,7 @@ def _native_messages(msgs: list[dict]) -> list[dict]:
                 block["content"] = m.get("content")
             group.append((memo["p"], block))  # type: ignore[union-attr]
         else:
-            group.extend(zip(memo["p"], m.get("content") or ()))  # type: ignore[union-attr]
+            group.extend(zip(memo["p"], m.get("content") or (), strict=False))  # type: ignore[union-attr]
         last = (k, n)
     flush()
     return out

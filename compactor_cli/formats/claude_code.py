@@ -32,7 +32,8 @@ merged assistant message).
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .base import SOURCE_KEY, fail, jdump, type_name
 from .claude_code_tree import rewound_branches, split_at_boundary

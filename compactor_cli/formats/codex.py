@@ -27,7 +27,8 @@ lines. The reading, lossy and documented:
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .base import SOURCE_KEY, fail, jdump, type_name
 from .repair import repair_pairing

@@ -286,7 +286,7 @@ def plain_to_anthropic(plain: dict, notes: Notes) -> dict:
                 raw = fn.get("arguments", fn.get("input", ""))
                 try:
                     args = jload(raw) if isinstance(raw, str) and raw.strip() else {}
-                except Exception:
+                except Exception:  # noqa: BLE001  any text that is not JSON
                     args = None
                 if not isinstance(args, dict):
                     notes.add("tool-call arguments that are not a JSON object wrapped as {\"input\": ...}")
@@ -375,7 +375,7 @@ def plain_to_responses(plain: dict, notes: Notes) -> dict:
             if role == "assistant" and (m.get("reasoning_content") or m.get("reasoning")):
                 notes.add("reasoning texts dropped (a Responses reasoning item needs its id)")
             c = m.get("content")
-            if c is not None and c != [] and c != "" or role != "assistant":
+            if (c is not None and c != [] and c != "") or role != "assistant":
                 items.append({"type": "message", "role": role, "content": _responses_parts(c, role, notes)})
             for call in m.get("tool_calls") or ():
                 if call.get("type") == "custom" and isinstance(call.get("custom"), dict):

@@ -11,7 +11,6 @@ command does, and the run exits 1.
 from __future__ import annotations
 
 import re
-
 import sys
 from typing import Any
 
@@ -37,7 +36,7 @@ def convert_record(raw: bytes, from_: str, to: str, source: str | None, line: in
     from ..errors import InvalidInputError
     from ..files import dump_bytes
     from . import parse_record
-    from .convert import check_carried, convert, to_plain_openai, Notes
+    from .convert import Notes, check_carried, convert, to_plain_openai
 
     item: dict[str, Any] = {"source": source, "line": line}
     try:

@@ -50,9 +50,9 @@ def _message_marks(messages: list) -> set[str]:
                            or "function_call" in m):
             openai = True
         t = m.get("type")
-        if t is not None and type(t) is str:
-            if "role" not in m and t in ITEM_TYPES or t == "message" and "role" in m:
-                marks.add("responses")
+        if t is not None and type(t) is str and (("role" not in m and t in ITEM_TYPES)
+                                                 or (t == "message" and "role" in m)):
+            marks.add("responses")
         content = m.get("content")
         if type(content) is list:
             for p in content:

@@ -38,7 +38,7 @@ def looks_like(obj: Any) -> bool:
         return True
     info = obj.get("info")
     return isinstance(obj.get("messages"), list) and isinstance(info, dict) and (
-        "mini_version" in info or "model_stats" in info and "exit_status" in info)
+        "mini_version" in info or ("model_stats" in info and "exit_status" in info))
 
 
 def _is_observation(m: dict) -> bool:

@@ -28,10 +28,7 @@ def has_legacy(messages: Any) -> bool:
     """Does the conversation hold a ``function`` message (the legacy function-calling form)?"""
     if type(messages) is not list:
         return False
-    for m in messages:
-        if type(m) is dict and m.get("role") == "function":
-            return True
-    return False
+    return any(type(m) is dict and m.get("role") == "function" for m in messages)
 
 
 def _next_sid(dump: dict) -> int:

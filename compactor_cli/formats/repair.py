@@ -9,6 +9,7 @@ naming its ID. Each message keeps its provenance (``where``) through the moves.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from ..conversation import content_text as _text  # one owner of 'the text of a content value'
@@ -70,4 +71,4 @@ def _moved(before: list[dict], after: list[dict]) -> int:
     """Tool results whose position relative to the other messages changed."""
     order = {id(m): k for k, m in enumerate(before)}
     seq = [order[id(m)] for m in after if id(m) in order]
-    return sum(1 for a, b in zip(seq, seq[1:]) if b < a)
+    return sum(1 for a, b in itertools.pairwise(seq) if b < a)

@@ -134,9 +134,8 @@ def check_items(items: list, base: str) -> list[Problem]:
             elif not isinstance(o, str):
                 out.append(Problem(f"{ptr}/output", f"output must be a string or a list of parts, got {type_name(o)}",
                                    True))
-        elif t == "reasoning":
-            if not isinstance(item.get("summary", []), list):
-                out.append(Problem(f"{ptr}/summary", "a reasoning item's summary must be a list", True))
+        elif t == "reasoning" and not isinstance(item.get("summary", []), list):
+            out.append(Problem(f"{ptr}/summary", "a reasoning item's summary must be a list", True))
     return out
 
 

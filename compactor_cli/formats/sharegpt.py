@@ -61,7 +61,7 @@ def read_sharegpt(obj: Any, source: str | None = None, line: int | None = None) 
         if not isinstance(turn, dict):
             raise fail(f"a turn must be an object, got {type_name(turn)}", ptr)
         if "from" not in turn and "role" in turn:  # the chat form
-            msgs.append({k: v for k, v in turn.items()})
+            msgs.append(dict(turn.items()))
             where.append(i)
             continue
         who, value = turn.get("from"), turn.get("value")
