@@ -71,7 +71,7 @@ def best(repeat: int, *args: str) -> float:
 
 
 def distinct_encode_seconds(path: str) -> float:
-    from compactor_cli.tokens import load_encoding
+    from compactor_cli.model.tokens import load_encoding
 
     enc, _ = load_encoding("cl100k_base")
     texts: set[str] = set()

@@ -263,7 +263,7 @@ def answers_recall(policies: list[str]) -> None:
     from chat_server import ChatServer, Replay
 
     from compactor_cli.backends.openai_backend import OpenAIBackend, OpenAIOptions
-    from compactor_cli.tokens import TokenCounter
+    from compactor_cli.model.tokens import TokenCounter
 
     fixtures = os.path.join(ROOT, "fixtures", "llm-answers")
     index = orjson.loads(open(os.path.join(fixtures, "index.json"), "rb").read())

@@ -87,7 +87,7 @@ def main() -> None:
         if a in results and b in results:
             print(f"speed-up -j 2 over -j 1, {a[:-5]}: {results[a] / results[b]:.2f}x")
     if not args.skip_tokens:
-        from compactor_cli.tokens import load_encoding
+        from compactor_cli.model.tokens import load_encoding
 
         enc, _ = load_encoding("cl100k_base")
         texts = texts_of(src)

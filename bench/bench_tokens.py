@@ -44,7 +44,7 @@ def main() -> None:
     src = os.path.join(HERE, "data", f"agents_{args.size_mb:g}mb.jsonl")
     if not os.path.exists(src):
         generate(src, args.size_mb)
-    from compactor_cli.tokens import load_encoding
+    from compactor_cli.model.tokens import load_encoding
 
     enc, _ = load_encoding("cl100k_base")
     texts = texts_of(src)

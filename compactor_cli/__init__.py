@@ -17,9 +17,9 @@ from .status import Status
 #: Public names and the module that defines each: imported on first use (PEP 562), so the
 #: command line pays only for what a command needs (``toolcall`` never loads a summariser).
 _LAZY = {
-    "KNOWN_ROLES": "conversation", "ORIGINALS_KEY": "conversation", "Problem": "conversation",
-    "check_conversation": "conversation", "estimated_message_length": "conversation",
-    "normalize_record": "conversation",
+    "KNOWN_ROLES": "model.conversation", "ORIGINALS_KEY": "model.conversation", "Problem": "model.conversation",
+    "check_conversation": "model.conversation", "estimated_message_length": "model.conversation",
+    "normalize_record": "model.conversation",
     "PLACEHOLDER_TEMPLATE": "toolcall", "ToolCallCompactResult": "toolcall", "extract_tool_result": "toolcall",
     "placeholder_for": "toolcall", "reclaim_tool_results": "toolcall", "restore_conversation": "toolcall",
     "restore_details": "restore",

@@ -114,8 +114,8 @@ def _backend(values: dict[str, Any], explicit: set[str], dry_run: bool = False) 
     openai-only options given to the extractive backend are a usage error (``--backend
     extractive``) or a warning (``auto`` found no server)."""
     from .cache import default_cache_dir
+    from .model.secrets import redact_url
     from .options import OPENAI_ONLY
-    from .secrets import redact_url
     from .settings import BackendConfig, OpenAIConfig, choose_backend_name
 
     v = values

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from .formats.base import FORMATS
-from .tokens import DEFAULT_ENCODING
+from .model.tokens import DEFAULT_ENCODING
 from .toolcall import DEFAULT_KEEP
 
 F = Callable[..., Any]

@@ -22,9 +22,9 @@ from typing import Any
 
 from .errors import InvalidInputError
 from .files import CHANGED_INPUT, Record, input_identity
+from .model.tokens import TokenCounter
 from .pipeline import OPERATIONS, Outcome, Transform, process_record, process_record_async
 from .settings import Settings
-from .tokens import TokenCounter
 
 Outcomes = Callable[[Iterable[Record]], Iterator[tuple[Record, Outcome]]]
 MODEL_COMMANDS = ("summarize", "compact")

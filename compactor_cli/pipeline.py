@@ -18,14 +18,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .conversation import estimated_message_length
 from .errors import BackendError, InvalidInputError
 from .files import Record, dump_bytes, lossless_problems
 from .formats import Codec, parse_record
-from .hints import hint_for
+from .model.conversation import estimated_message_length
+from .model.hints import hint_for
+from .model.tokens import MemoTokens, TokenCounter
 from .settings import Settings
 from .status import Status
-from .tokens import MemoTokens, TokenCounter
 from .toolcall import reclaim_tool_results
 
 #: Warnings listed per item in the report; the count is always exact.
@@ -73,7 +73,7 @@ def op_restore(dump: dict, settings: Settings) -> Result:
 
 
 def op_validate(dump: dict, settings: Settings) -> Result:
-    from .schema import schema_problems
+    from .model.schema import schema_problems
 
     problems = schema_problems(dump)
     if problems:

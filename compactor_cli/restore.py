@@ -40,7 +40,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from .conversation import (
+from .errors import InvalidInputError
+from .model.conversation import (
     ALIASES_FIELD,
     ARCHIVE_KEY,
     ARCHIVED_FIELD,
@@ -51,7 +52,6 @@ from .conversation import (
     REPLACED_KEYS,
     placeholder_for,
 )
-from .errors import InvalidInputError
 
 _MISSING = object()
 _PH_HEAD, _PH_TAIL = placeholder_for("\0").split("\0")

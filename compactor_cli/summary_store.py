@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .conversation import ARCHIVE_KEY, COUNTER_KEY, REPLACED_KEYS
+from .model.conversation import ARCHIVE_KEY, COUNTER_KEY, REPLACED_KEYS
 from .restore import restore_summaries
 
 _REPLACED = REPLACED_KEYS

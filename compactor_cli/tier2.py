@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .backends import Backend, SummaryRequest
-from .conversation import COUNTER_KEY, content_text
 from .errors import BackendError, UsageError
+from .model.conversation import COUNTER_KEY, content_text
+from .model.tokens import MemoTokens, TokenCounter
 from .sections import canonical_summary
 from .settings import BackendConfig
 from .status import Status
@@ -27,7 +28,6 @@ from .summarize import (
     summary_note,
     validate_replacement,
 )
-from .tokens import MemoTokens, TokenCounter
 
 
 @dataclass
@@ -159,7 +159,7 @@ def summarize_dump(dump: dict | list, keep_recent: int = DEFAULT_KEEP_RECENT,
     "auto"). Returns (dump, status, details); the input is not modified."""
     import asyncio
 
-    from .conversation import normalize_record
+    from .model.conversation import normalize_record
 
     counter = TokenCounter(encoding)
     if backend is None or isinstance(backend, (str, BackendConfig)):

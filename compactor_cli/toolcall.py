@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .conversation import (
+from .errors import InvalidInputError
+from .model.conversation import (
     EMPTY_STORE_FIELD,
     META_KEY,
     ORIGINALS_KEY,
@@ -22,7 +23,6 @@ from .conversation import (
     estimated_message_length,
     placeholder_for,
 )
-from .errors import InvalidInputError
 from .restore import (
     KeyAllocator,
     find_stored,

@@ -12,21 +12,25 @@ import re
 
 import orjson
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from compactor_cli.backends import SummaryRequest
-from compactor_cli.backends.openai_backend import (ECHOED_SECRET, REPAIR_OMITTED, SUMMARY_SCHEMA, OpenAIBackend,
-                                                   OpenAIOptions)
-from compactor_cli.cli import cli
-from compactor_cli.errors import BackendError
-from compactor_cli.sections import SECTIONS, canonical_summary, parse_sections, read_answer, render_sections
-from compactor_cli.summarize import compaction_note
-from compactor_cli.tokens import TokenCounter
-
 from chat_server import ChatServer, Replay, Reply, json_summary, markdown_only, summary_text
 from conftest import FIXTURES, long_conv, read_jsonl
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_openai_backend import SECRET, run, write_convs
+
+from compactor_cli.backends import SummaryRequest
+from compactor_cli.backends.openai_backend import (
+    ECHOED_SECRET,
+    REPAIR_OMITTED,
+    SUMMARY_SCHEMA,
+    OpenAIBackend,
+    OpenAIOptions,
+)
+from compactor_cli.cli import cli
+from compactor_cli.errors import BackendError
+from compactor_cli.model.tokens import TokenCounter
+from compactor_cli.sections import SECTIONS, canonical_summary, parse_sections, read_answer, render_sections
+from compactor_cli.summarize import compaction_note
 
 ANSWERS = FIXTURES / "llm-answers"
 

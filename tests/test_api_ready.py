@@ -12,11 +12,10 @@ from pathlib import Path
 
 import orjson
 import pytest
-
-from compactor_cli.apiready import API_KEYS
-
 from conftest import FIXTURES, long_conv, tool_conv
 from test_formats_native import ANTHROPIC, RESPONSES
+
+from compactor_cli.apiready import API_KEYS
 
 
 def xcompact(*args: str, **kw) -> subprocess.CompletedProcess:

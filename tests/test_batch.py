@@ -10,12 +10,11 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import FIXTURES, tool_conv
 
 from compactor_cli.batch import configure, option_defaults, process_lines, report_for, settings_for
 from compactor_cli.cli import cli
 from compactor_cli.errors import UsageError
-
-from conftest import FIXTURES, tool_conv
 
 # ---------------------------------------------------------------- hostile data (shared with the other engine tests)
 

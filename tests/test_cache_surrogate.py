@@ -5,13 +5,12 @@ goes on; the record's fate is decided as for any other answer (never a traceback
 from __future__ import annotations
 
 import orjson
+from chat_server import ChatServer, Reply
+from conftest import long_conv
 
 from compactor_cli.cache import SummaryCache
 from compactor_cli.cli import cli
 from compactor_cli.sections import SECTIONS
-
-from chat_server import ChatServer, Reply
-from conftest import long_conv
 
 
 def _answer_with_a_lone_surrogate(request: dict) -> Reply:

@@ -15,10 +15,9 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import FIXTURES
 
 from compactor_cli.cli import cli
-
-from conftest import FIXTURES
 
 CASES = Path(__file__).resolve().parent / "cases"
 REGEN = bool(os.environ.get("XCOMPACT_REGEN_CASES"))

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from conftest import tool_conv
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import conversations
 
 from compactor_cli import check_conversation, normalize_record
 from compactor_cli.errors import InvalidInputError
-from compactor_cli.schema import load_schema, schema_problems
-
-from conftest import tool_conv
-from strategies import conversations
+from compactor_cli.model.schema import load_schema, schema_problems
 
 
 def fatal(dump):

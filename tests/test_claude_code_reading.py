@@ -11,7 +11,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-
 from conftest import FIXTURES
 
 SESSION = FIXTURES / "formats" / "claude_code_session.jsonl"

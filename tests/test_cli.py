@@ -13,12 +13,11 @@ from pathlib import Path
 import jsonschema
 import orjson
 import pytest
+from conftest import FIXTURES, ROOT, read_jsonl, tool_conv
 
 from compactor_cli import ORIGINALS_KEY, placeholder_for
 from compactor_cli.cli import cli
-from compactor_cli.schema import load_schema
-
-from conftest import FIXTURES, ROOT, read_jsonl, tool_conv
+from compactor_cli.model.schema import load_schema
 
 
 def write(path: Path, obj, form: str = "json") -> Path:

@@ -6,19 +6,18 @@ import asyncio
 
 import orjson
 import pytest
+from conftest import FIXTURES, long_conv, tool_conv
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import conversations
 
 from compactor_cli import restore_conversation
 from compactor_cli.backends.extractive import ExtractiveBackend
 from compactor_cli.cli import cli
 from compactor_cli.compact import ESCALATION_RATIO, Policy, compact_conversation, resolve_threshold
 from compactor_cli.errors import UsageError
+from compactor_cli.model.tokens import TokenCounter
 from compactor_cli.status import Status
-from compactor_cli.tokens import TokenCounter
-
-from conftest import FIXTURES, long_conv, tool_conv
-from strategies import conversations
 
 COUNTER = TokenCounter()
 BACKEND = ExtractiveBackend(COUNTER.text)
@@ -230,7 +229,8 @@ def test_small_tool_conversation_reclaims(runner, tmp_path):
 
 
 def test_library_entry_points_work_on_plain_dicts():
-    from compactor_cli import Policy as P, compact_dump, summarize_dump
+    from compactor_cli import Policy as P
+    from compactor_cli import compact_dump, summarize_dump
 
     dump = long_conv(rounds=20)
     del dump["tokens_used"]
@@ -264,7 +264,7 @@ def test_a_bare_list_comes_back_as_the_same_list(runner, tmp_path, command):
 def test_every_command_writes_a_report_valid_against_the_schema(runner, tmp_path, argv):
     import jsonschema
 
-    from compactor_cli.schema import load_schema
+    from compactor_cli.model.schema import load_schema
 
     report = tmp_path / "r.json"
     out = [] if argv[0] == "validate" or "--check" in argv else ["-o", str(tmp_path / "out")]
@@ -276,6 +276,6 @@ def test_every_command_writes_a_report_valid_against_the_schema(runner, tmp_path
 
 
 def test_the_report_schema_knows_every_status():
-    from compactor_cli.schema import load_schema
+    from compactor_cli.model.schema import load_schema
 
     assert set(load_schema("report")["$defs"]["status"]["enum"]) == {s.value for s in Status}

@@ -12,17 +12,16 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import long_conv
 
 from compactor_cli.backends import SummaryRequest
 from compactor_cli.backends.extractive import ExtractiveBackend
+from compactor_cli.model.tokens import TokenCounter
 from compactor_cli.sections import parse_sections
 from compactor_cli.status import Status
 from compactor_cli.summarize import NOTE_ID_CHARS
 from compactor_cli.tier2 import summarize_dump
-from compactor_cli.tokens import TokenCounter
 from compactor_cli.toolcall import extract_tool_result, placeholder_for, reclaim_tool_results, restore_conversation
-
-from conftest import long_conv
 
 COUNTER = TokenCounter()
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"

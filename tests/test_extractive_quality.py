@@ -13,15 +13,14 @@ from collections import Counter, defaultdict
 
 import orjson
 import pytest
+from conftest import FIXTURES, ROOT
 
 from compactor_cli.backends import SummaryRequest
 from compactor_cli.backends.extractive import ExtractiveBackend, dedupe_key
+from compactor_cli.model.tokens import TokenCounter
 from compactor_cli.sections import SECTIONS, parse_sections
 from compactor_cli.status import Status
 from compactor_cli.tier2 import summarize_dump
-from compactor_cli.tokens import TokenCounter
-
-from conftest import FIXTURES, ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 from bench_recall import KINDS, plant  # noqa: E402

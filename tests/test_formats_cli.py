@@ -160,8 +160,9 @@ def test_convert_is_a_command(runner, tmp_path):
     req = orjson.loads(out)
     assert req["messages"][0]["role"] == "user" and req["source"]["format"] == "claude-code"
     doc = json.loads((tmp_path / "r.json").read_text())
-    from compactor_cli.schema import load_schema
     import jsonschema
+
+    from compactor_cli.model.schema import load_schema
 
     jsonschema.validate(doc, load_schema("report"))
     assert doc["items"][0]["status"] == "CONVERTED"

@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 
 from compactor_cli import formats
 from compactor_cli.compact import Policy, compact_dump
-from compactor_cli.conversation import estimated_message_length
 from compactor_cli.formats.anthropic import check_messages, rule_problems
 from compactor_cli.formats.responses import check_items, pairing_problems
+from compactor_cli.model.conversation import estimated_message_length
+from compactor_cli.model.tokens import TokenCounter
 from compactor_cli.restore import restore_details
 from compactor_cli.tier2 import summarize_dump
-from compactor_cli.tokens import TokenCounter
 from compactor_cli.toolcall import reclaim_tool_results
 
 TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
@@ -365,8 +365,9 @@ def test_any_mix_of_tiers_restores_exactly(fmt):
 
 
 def test_the_format_aware_cut_is_the_old_cut_for_openai_dumps():
-    from compactor_cli.summarize import choose_cut_point
     from strategies import conversations
+
+    from compactor_cli.summarize import choose_cut_point
 
     @SETTINGS
     @given(conversations(), st.integers(0, 10))

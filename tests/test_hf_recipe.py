@@ -9,11 +9,10 @@ import re
 
 import orjson
 import pytest
-
-from compactor_cli.cli import cli
-
 from conftest import ROOT
 from test_batch import hostile_lines
+
+from compactor_cli.cli import cli
 
 
 def recipe() -> str:

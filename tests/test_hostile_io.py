@@ -16,10 +16,9 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import FIXTURES, ROOT, read_jsonl, tool_conv
 
 from compactor_cli.cli import cli
-
-from conftest import FIXTURES, ROOT, read_jsonl, tool_conv
 
 sys.path.insert(0, str(ROOT / "bench"))
 from generate import generate  # noqa: E402

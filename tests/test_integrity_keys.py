@@ -8,19 +8,24 @@ import asyncio
 import copy
 
 import pytest
+from conftest import long_conv, tool_conv
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import adversarial_dumps
 
-from compactor_cli import (ORIGINALS_KEY, check_conversation, extract_tool_result, placeholder_for,
-                           reclaim_tool_results, restore_conversation)
+from compactor_cli import (
+    ORIGINALS_KEY,
+    check_conversation,
+    extract_tool_result,
+    placeholder_for,
+    reclaim_tool_results,
+    restore_conversation,
+)
 from compactor_cli.backends.extractive import ExtractiveBackend
 from compactor_cli.compact import Policy, compact_conversation
 from compactor_cli.errors import InvalidInputError
+from compactor_cli.model.tokens import TokenCounter
 from compactor_cli.tier2 import SummarizeOptions, summarize_conversation
-from compactor_cli.tokens import TokenCounter
-
-from conftest import long_conv, tool_conv
-from strategies import adversarial_dumps
 
 COUNTER = TokenCounter()
 BACKEND = ExtractiveBackend(COUNTER.text)

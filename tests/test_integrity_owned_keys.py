@@ -8,14 +8,13 @@ import copy
 
 import orjson
 import pytest
+from conftest import long_conv, tool_conv
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import TEXT, conversations
 
 from compactor_cli import check_conversation, placeholder_for, reclaim_tool_results
 from compactor_cli.cli import cli
-
-from conftest import long_conv, tool_conv
-from strategies import TEXT, conversations
 
 OWNED = ("compacted_tool_results", "summarized_messages", "compaction_counter", "xcompact", "tokens_used")
 

@@ -15,10 +15,9 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import ROOT, long_conv, tool_conv
 
 from compactor_cli.cli import cli
-
-from conftest import ROOT, long_conv, tool_conv
 
 sys.path.insert(0, str(ROOT / "bench"))
 from generate import generate  # noqa: E402

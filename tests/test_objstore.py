@@ -16,10 +16,10 @@ ray = pytest.importorskip("ray")
 pafs = pytest.importorskip("pyarrow.fs")
 pytest.importorskip("moto")
 
+from test_ray import BLOCK, TwoNodeCluster, cli_dir_run, ray_env, two_inputs  # noqa: E402
+
 from compactor_cli import ray as xray  # noqa: E402
 from compactor_cli.batch import configure  # noqa: E402
-
-from test_ray import BLOCK, TwoNodeCluster, cli_dir_run, ray_env, two_inputs  # noqa: E402
 
 RELS = ["a_hostile.jsonl", "sub/b_real.jsonl"]
 

@@ -12,13 +12,12 @@ from typing import Any
 
 import orjson
 import pytest
+from conftest import FIXTURES, tool_conv
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_formats_native import ANTHROPIC, RESPONSES
 
 from compactor_cli.cli import cli
-
-from conftest import FIXTURES, tool_conv
-from test_formats_native import ANTHROPIC, RESPONSES
 
 FORMATS_DIR = FIXTURES / "formats"
 

@@ -6,13 +6,17 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import adversarial_dumps, conversations
 
-from compactor_cli import (check_conversation, estimated_message_length, placeholder_for, reclaim_tool_results,
-                           restore_conversation)
+from compactor_cli import (
+    check_conversation,
+    estimated_message_length,
+    placeholder_for,
+    reclaim_tool_results,
+    restore_conversation,
+)
 from compactor_cli.files import dump_bytes, parse_record
 from compactor_cli.restore import is_placeholder_of
-
-from strategies import adversarial_dumps, conversations
 
 KEEP = st.integers(0, 6)
 
@@ -81,13 +85,13 @@ def test_only_old_results_change_and_only_to_their_placeholder(dump, keep):
 
 # ---- through the record pipeline (bytes in, bytes out), every command and both shapes
 
-from compactor_cli.files import Record  # noqa: E402
 from compactor_cli.compact import Policy  # noqa: E402
+from compactor_cli.files import Record  # noqa: E402
+from compactor_cli.model.tokens import TokenCounter  # noqa: E402
 from compactor_cli.parallel import AsyncOutcomes, make_transform  # noqa: E402
 from compactor_cli.pipeline import process_record  # noqa: E402
 from compactor_cli.settings import BackendConfig, Settings  # noqa: E402
 from compactor_cli.tier2 import SummarizeOptions  # noqa: E402
-from compactor_cli.tokens import TokenCounter  # noqa: E402
 
 COUNTER = TokenCounter()
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import tool_conv
 
 from compactor_cli import parallel
-from conftest import tool_conv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from generate import generate  # noqa: E402

@@ -23,11 +23,11 @@ import pytest
 ray = pytest.importorskip("ray")
 pytest.importorskip("pyarrow")
 
-from compactor_cli import ray as xray  # noqa: E402
-from compactor_cli.batch import configure  # noqa: E402
-
 from conftest import ROOT  # noqa: E402
 from test_batch import CASE_IDS, CASES, input_for, write_hostile  # noqa: E402
+
+from compactor_cli import ray as xray  # noqa: E402
+from compactor_cli.batch import configure  # noqa: E402
 
 os.environ["RAY_AUTH_MODE"] = "disabled"  # before any Ray process starts (see the module doc)
 SHARED = ROOT.parent / "shared" / "data"
@@ -317,7 +317,6 @@ def hub_table(n: int = 7):
     """Conversations as a Hub dataset stores them: ``messages`` a list of structs (one schema for
     all messages, so Arrow adds a null for every key a message lacks), with other columns."""
     import pyarrow as pa
-
     from conftest import tool_conv
 
     rows = []

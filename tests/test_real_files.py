@@ -13,7 +13,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-
 from conftest import FIXTURES, journals_dir, read_jsonl, tool_conv
 
 FORMATS_DIR = FIXTURES / "formats"

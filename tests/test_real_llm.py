@@ -15,13 +15,12 @@ import sys
 
 import orjson
 import pytest
-
-from compactor_cli.backends.openai_backend import _window_of
-from compactor_cli.conversation import check_pairing
-from compactor_cli.sections import SECTIONS, parse_sections
-
 from conftest import FIXTURES
 from llm import server as llm
+
+from compactor_cli.backends.openai_backend import _window_of
+from compactor_cli.model.conversation import check_pairing
+from compactor_cli.sections import SECTIONS, parse_sections
 
 pytestmark = pytest.mark.real_llm
 

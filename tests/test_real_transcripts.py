@@ -3,12 +3,10 @@ reused IDs, runs of user messages, huge single outputs, parallel calls."""
 
 from __future__ import annotations
 
-
 import pytest
+from conftest import FIXTURES, ROOT
 
 from compactor_cli import check_conversation, load_conversations, reclaim_tool_results, restore_conversation
-
-from conftest import FIXTURES, ROOT
 
 SHARED = ROOT.parent / "shared" / "data"
 FILES = [FIXTURES / "taubench_airline_5.jsonl", FIXTURES / "swe_agent_3.jsonl", FIXTURES / "claude_code_session.json",

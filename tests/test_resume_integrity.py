@@ -17,7 +17,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-
 from conftest import ROOT, journals_dir, wait_for_checkpoint
 
 sys.path.insert(0, str(ROOT / "bench"))

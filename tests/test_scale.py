@@ -11,10 +11,9 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import FIXTURES, ROOT, wait_for_checkpoint
 
 from compactor_cli.cli import cli
-
-from conftest import FIXTURES, ROOT, wait_for_checkpoint
 
 sys.path.insert(0, str(ROOT / "bench"))
 from generate import generate  # noqa: E402

@@ -8,13 +8,12 @@ from pathlib import Path
 
 import openai
 import orjson
-
-from compactor_cli.backends.openai_backend import ECHOED_SECRET, OpenAIBackend, OpenAIOptions
-from compactor_cli.secrets import collect_secrets, contains_secret, mask_credentials, mask_secrets, redact_url
-from compactor_cli.tokens import TokenCounter
-
 from chat_server import ChatServer, Endpoint, Reply, summary_text
 from test_openai_backend import SECRET, run, write_convs
+
+from compactor_cli.backends.openai_backend import ECHOED_SECRET, OpenAIBackend, OpenAIOptions
+from compactor_cli.model.secrets import collect_secrets, contains_secret, mask_credentials, mask_secrets, redact_url
+from compactor_cli.model.tokens import TokenCounter
 
 PASSWORD = "pa55w0rd-xyz"
 BASIC = base64.b64encode(f"alice:{PASSWORD}".encode()).decode()

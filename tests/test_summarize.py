@@ -7,21 +7,20 @@ import asyncio
 import copy
 
 import orjson
+from conftest import FIXTURES, long_conv, read_jsonl
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import conversations
 
 from compactor_cli import check_conversation, restore_conversation
 from compactor_cli.backends.extractive import ExtractiveBackend
 from compactor_cli.cli import cli
+from compactor_cli.model.tokens import TokenCounter
 from compactor_cli.sections import SECTIONS, parse_sections
 from compactor_cli.status import Status
 from compactor_cli.summarize import choose_cut_point
 from compactor_cli.tier2 import SummarizeOptions, summarize_conversation
-from compactor_cli.tokens import TokenCounter
 from compactor_cli.toolcall import reclaim_tool_results
-
-from conftest import FIXTURES, long_conv, read_jsonl
-from strategies import conversations
 
 COUNTER = TokenCounter()
 

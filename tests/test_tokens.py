@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tiktoken
 
-from compactor_cli.tokens import TokenCounter, load_encoding
+from compactor_cli.model.tokens import TokenCounter, load_encoding
 
 
 def test_cl100k_is_exact_and_offline():

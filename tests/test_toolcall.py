@@ -5,12 +5,17 @@ from __future__ import annotations
 import copy
 
 import pytest
-
-from compactor_cli import (ORIGINALS_KEY, estimated_message_length, extract_tool_result, placeholder_for,
-                           reclaim_tool_results, restore_conversation)
-from compactor_cli.errors import InvalidInputError
-
 from conftest import tool_conv
+
+from compactor_cli import (
+    ORIGINALS_KEY,
+    estimated_message_length,
+    extract_tool_result,
+    placeholder_for,
+    reclaim_tool_results,
+    restore_conversation,
+)
+from compactor_cli.errors import InvalidInputError
 
 
 def test_placeholder_text_is_exactly_xuns():

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-
 from test_formats_native import RESPONSES
 
 

@@ -22,8 +22,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..conversation import content_text
 from ..errors import BackendError
+from ..model.conversation import content_text
 from ..sections import SECTIONS, parse_sections, render_sections
 from . import Answer, SummaryRequest
 

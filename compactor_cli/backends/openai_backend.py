@@ -41,8 +41,8 @@ import orjson
 
 from ..cache import SummaryCache, cache_key
 from ..errors import BackendError, UsageError
-from ..models import context_window
-from ..secrets import collect_secrets, contains_secret, mask_credentials, mask_secrets, redact_url
+from ..model.context_windows import context_window
+from ..model.secrets import collect_secrets, contains_secret, mask_credentials, mask_secrets, redact_url
 from ..sections import SECTIONS, Reading, describe_problems, read_answer, render_sections, strip_thinking
 from ..settings import OpenAIConfig
 from . import Answer, SummaryRequest

@@ -58,7 +58,7 @@ def detect_format(obj: Any) -> str:
         raise InvalidInputError(f"ambiguous record: {exc}; name its format with {names}") from None
     if found:
         return found
-    from ..conversation import normalize_record
+    from ..model.conversation import normalize_record
 
     try:
         normalize_record(obj)

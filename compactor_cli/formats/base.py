@@ -24,8 +24,8 @@ from typing import Any
 
 import orjson
 
-from ..conversation import Problem
 from ..errors import InvalidInputError
+from ..model.conversation import Problem
 
 #: Message key holding the native form of an internal message (a JSON string).
 MSG_KEY = "xcompact_native"
@@ -82,7 +82,7 @@ class Codec:
 
     def problems(self, dump: dict) -> list[Problem]:
         """Fatal shape errors first, then structural warnings (as check_conversation)."""
-        from ..conversation import check_conversation
+        from ..model.conversation import check_conversation
 
         return check_conversation(dump)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..conversation import content_text as _text  # one owner of 'the text of a content value'
+from ..model.conversation import content_text as _text  # one owner of 'the text of a content value'
 from .base import DUMP_KEY, MSG_KEY, OWNED_KEYS, jdump, jload
 
 TARGETS = ("openai", "anthropic", "responses")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..conversation import ARCHIVE_KEY, META_KEY, denormalize_record, normalize_record
+from ..model.conversation import ARCHIVE_KEY, META_KEY, denormalize_record, normalize_record
 from .base import MSG_KEY, Codec, jdump, jload
 
 LEGACY = "openai-function"

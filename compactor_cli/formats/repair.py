@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from ..conversation import content_text as _text  # one owner of 'the text of a content value'
+from ..model.conversation import content_text as _text  # one owner of 'the text of a content value'
 
 
 def repair_pairing(messages: list[dict], where: list[Any], no_result: str) -> tuple[list[dict], list[Any], dict]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..conversation import META_KEY, Problem, check_messages_shape, check_owned_keys
+from ..model.conversation import META_KEY, Problem, check_messages_shape, check_owned_keys
 from .base import DUMP_KEY, MSG_KEY, Codec, fail, jdump, jload, type_name
 
 FMT = "responses"

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import InvalidInputError
+from ..errors import InvalidInputError
 
 KNOWN_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 #: Keys whose string values count towards ``estimated_message_length`` (as in xun).
