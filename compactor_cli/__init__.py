@@ -23,7 +23,7 @@ _LAZY = {
     "PLACEHOLDER_TEMPLATE": "toolcall", "ToolCallCompactResult": "toolcall", "extract_tool_result": "toolcall",
     "placeholder_for": "toolcall", "reclaim_tool_results": "toolcall", "restore_conversation": "toolcall",
     "restore_details": "restore",
-    "load_conversations": "files", "choose_cut_point": "summarize", "summarize_dump": "tier2",
+    "load_conversations": "files.records", "choose_cut_point": "summarize", "summarize_dump": "tier2",
     "Policy": "compact", "compact_dump": "compact",
 }
 

@@ -18,7 +18,7 @@ from typing import IO, Any
 import orjson
 
 from .errors import InvalidInputError
-from .files import Record, dump_bytes, lossless_problems, parse_exact, parse_json
+from .files.records import Record, dump_bytes, lossless_problems, parse_exact, parse_json
 from .formats.base import OWNED_KEYS, SOURCE_KEY
 
 API_KEYS = OWNED_KEYS + (SOURCE_KEY,)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import UsageError
-from .files import Record
+from .files.records import Record
 from .pipeline import Outcome, process_record, process_record_async
 from .settings import Settings
 
@@ -113,7 +113,7 @@ def _backend(values: dict[str, Any], explicit: set[str], dry_run: bool = False) 
     """The summariser backend as a typed object, the parameters the report records, warnings.
     openai-only options given to the extractive backend are a usage error (``--backend
     extractive``) or a warning (``auto`` found no server)."""
-    from .cache import default_cache_dir
+    from .model.paths import default_cache_dir
     from .model.secrets import redact_url
     from .options import OPENAI_ONLY
     from .settings import BackendConfig, OpenAIConfig, choose_backend_name

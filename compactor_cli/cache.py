@@ -17,11 +17,6 @@ import orjson
 CACHE_FILE = "summaries.sqlite3"
 
 
-def default_cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "xcompact")
-
-
 def cache_key(*parts: object) -> str:
     return hashlib.sha256(orjson.dumps(list(parts), option=orjson.OPT_SORT_KEYS)).hexdigest()
 

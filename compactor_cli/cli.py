@@ -71,7 +71,7 @@ def _run(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> None:
                    resume=io.get("resume", False),
                    parameters={**parameters, "config": ctx.meta.get("xcompact_config")},
                    api_ready=io.get("api_ready"), sidecar=io.get("sidecar"))
-    from .sinks import StdoutClosed
+    from .files.sinks import StdoutClosed
 
     try:
         code = run_command(settings, run_io, _emit, _progress(run_io.quiet))

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InvalidInputError
-from .files import CHANGED_INPUT, Record, input_identity
+from .files.records import CHANGED_INPUT, Record, input_identity
 from .model.tokens import TokenCounter
 from .pipeline import OPERATIONS, Outcome, Transform, process_record, process_record_async
 from .settings import Settings

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .batch import Configured, configure, output_of, processor_for
-from .files import Record
+from .files.records import Record
 from .settings import Settings
 
 MESSAGES_COLUMN = "messages"

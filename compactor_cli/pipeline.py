@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import BackendError, InvalidInputError
-from .files import Record, dump_bytes, lossless_problems
+from .files.records import Record, dump_bytes, lossless_problems
 from .formats import Codec, parse_record
 from .model.conversation import estimated_message_length
 from .model.hints import hint_for

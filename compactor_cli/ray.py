@@ -50,9 +50,9 @@ from ray.data.datasource import Datasource, ReadTask
 
 from .batch import COMMANDS, configure, output_of, processor_for
 from .errors import UsageError
-from .files import Record
+from .files.records import Record
+from .files.targets import INPUT_SUFFIXES, JSONL_SUFFIXES
 from .settings import Settings
-from .targets import INPUT_SUFFIXES, JSONL_SUFFIXES
 
 #: Target size of a block of records (the unit of work of one task). 16 MiB rather than 4: each task
 #: also pays scheduling and a block transfer, which 4 MiB tasks (~0.3 s of work) paid 12% more of

@@ -15,7 +15,7 @@ import orjson
 
 from . import __version__
 from .errors import OutputError
-from .sinks import AtomicFile, StreamFile, lock_output, open_sink, remove_stale_partials
+from .files.sinks import AtomicFile, StreamFile, lock_output, open_sink, remove_stale_partials
 from .status import Status
 
 EXIT_OK = 0

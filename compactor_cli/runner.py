@@ -14,10 +14,22 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from .errors import InvalidInputError, OutputError, UsageError
-from .files import CHANGED_INPUT, Record, input_identity
+from .files.journal import CHECKPOINT_SECONDS, Journal, JournalBusy, fingerprint, journal_path
+from .files.records import CHANGED_INPUT, Record, input_identity
+from .files.sinks import (
+    AtomicFile,
+    StdoutClosed,
+    file_crc,
+    is_special,
+    lock_output,
+    open_sink,
+    remove_partial,
+    remove_stale_partials,
+    verify_partial,
+)
+from .files.targets import JSONL_SUFFIXES, STDIN, Target, is_regular_input, plan_run
 from .formats import file_format, iter_records
 from .guards import abort_quietly, plan_sidecars, refuse_log_in_place
-from .journal import CHECKPOINT_SECONDS, Journal, JournalBusy, fingerprint, journal_path
 from .parallel import (
     MODEL_COMMANDS,
     AsyncOutcomes,
@@ -30,18 +42,6 @@ from .parallel import (
 from .pipeline import Outcome
 from .report import EXIT_INTERRUPTED, EXIT_OK, EXIT_STDOUT_CLOSED, Report, ReportError
 from .settings import RunIO, Settings
-from .sinks import (
-    AtomicFile,
-    StdoutClosed,
-    file_crc,
-    is_special,
-    lock_output,
-    open_sink,
-    remove_partial,
-    remove_stale_partials,
-    verify_partial,
-)
-from .targets import JSONL_SUFFIXES, STDIN, Target, is_regular_input, plan_run
 
 Emit = Callable[[str], None]
 #: Warning and error lines printed per run; the rest are counted in the summary and listed in --report.

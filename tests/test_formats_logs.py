@@ -269,7 +269,7 @@ EXISTING = [ROOT / "fixtures" / n for n in ("taubench_airline_5.jsonl", "swe_age
 
 @pytest.mark.parametrize("path", EXISTING, ids=lambda p: p.name)
 def test_existing_openai_records_are_read_as_before(path):
-    from compactor_cli.files import iter_records, parse_record
+    from compactor_cli.files.records import iter_records, parse_record
 
     for rec in iter_records(str(path)):
         dump, codec = formats.parse_record(rec.raw, source=rec.source, line=rec.line)
@@ -279,7 +279,7 @@ def test_existing_openai_records_are_read_as_before(path):
 
 
 def test_every_case_input_is_openai():
-    from compactor_cli.files import iter_records
+    from compactor_cli.files.records import iter_records
 
     cases = ROOT / "tests" / "cases"
     seen = 0

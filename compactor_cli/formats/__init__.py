@@ -121,7 +121,7 @@ def read(obj: Any, from_: str = "auto", source: str | None = None, line: int | N
 
 
 def _split_lines(raw: bytes, exact: bool) -> list[tuple[int, Any]]:
-    from ..files import parse_exact, parse_json
+    from ..files.records import parse_exact, parse_json
 
     events = []
     for n, line in enumerate(raw.split(b"\n"), 1):
@@ -137,7 +137,7 @@ def parse_record(raw: bytes, from_: str = "auto", exact: bool = False, source: s
                  line: int | None = None, history: str = "since-compaction") -> tuple[dict, Codec]:
     """Bytes of one record -> (internal dump, codec); InvalidInputError when it is not a
     conversation in that format. A Claude Code or Codex record is the bytes of a whole file."""
-    from ..files import parse_exact, parse_json
+    from ..files.records import parse_exact, parse_json
 
     if from_ in FILE_LEVEL:
         return read(None, from_, source, line, events=_split_lines(raw, exact), history=history)
@@ -154,7 +154,7 @@ def parse_record(raw: bytes, from_: str = "auto", exact: bool = False, source: s
 
 def _lines_format(head: bytes) -> str | None:
     """The file-level format whose first line ``head`` starts with, or None."""
-    from ..files import parse_json
+    from ..files.records import parse_json
     from .claude_code import looks_like_line as cc
     from .codex import looks_like_line as cx
 
@@ -208,7 +208,7 @@ def file_format(path: str, from_: str = "auto") -> str | None:
     ``iter_records`` does; for one, this says None)."""
     if from_ in FILE_LEVEL or from_ != "auto":
         return sniff_format(None, from_)
-    from ..files import open_stream
+    from ..files.records import open_stream
 
     if not os.path.isfile(path):
         return None
@@ -233,8 +233,8 @@ def iter_records(path: str, display: str | None = None, from_: str = "auto", sta
                  start_line: int = 1) -> Iterator[Any]:
     """files.iter_records, except that a Claude Code or Codex file is one record (its whole
     bytes, form "jsonl", line None)."""
-    from ..files import Record, open_stream
-    from ..files import iter_records as per_record
+    from ..files.records import Record, open_stream
+    from ..files.records import iter_records as per_record
 
     display = display or ("<stdin>" if path == "-" else path)
     with open_stream(path) as stream:  # the one open: sniffed and read from the same bytes

@@ -34,7 +34,7 @@ def convert_record(raw: bytes, from_: str, to: str, source: str | None, line: in
                    form: str, strict: bool = False, history: str = "since-compaction") -> tuple[bytes, dict[str, Any]]:
     """(bytes to write, report item) of one record; a failed record is passed through."""
     from ..errors import InvalidInputError
-    from ..files import dump_bytes
+    from ..files.records import dump_bytes
     from . import parse_record
     from .convert import Notes, check_carried, convert, to_plain_openai
 
@@ -112,8 +112,8 @@ def convert(inputs: tuple[str, ...], from_format: str, to_format: str, output: s
     """
     from .. import __version__
     from ..errors import InvalidInputError, OutputError, UsageError
-    from ..sinks import StdoutClosed, open_sink, write_bytes_atomic
-    from ..targets import plan_run
+    from ..files.sinks import StdoutClosed, open_sink, write_bytes_atomic
+    from ..files.targets import plan_run
     from . import iter_records
 
     try:

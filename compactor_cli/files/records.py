@@ -17,8 +17,8 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from .errors import InvalidInputError
-from .model.conversation import normalize_record
+from ..errors import InvalidInputError
+from ..model.conversation import normalize_record
 from .targets import JSONL_SUFFIXES, STDIN
 
 _BOM = b"\xef\xbb\xbf"

@@ -25,7 +25,7 @@ import tempfile
 import zlib
 from typing import IO, Any, Protocol
 
-from .errors import OutputError
+from ..errors import OutputError
 
 TEMP_PREFIX = ".xcompact-"
 TEMP_SUFFIX = ".partial"

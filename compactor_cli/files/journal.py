@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from .errors import OutputError
+from ..errors import OutputError
 from .sinks import OutputLock, write_bytes_atomic
 from .targets import STDIN, Target
 
@@ -51,7 +51,7 @@ class JournalBusy(Exception):
 def journal_path(command: str, parameters: dict[str, Any], targets: list[Target], report_path: str | None) -> str:
     """In the cache directory (``$XDG_CACHE_HOME/xcompact/journals``), not beside the outputs,
     so output directories hold nothing but outputs."""
-    from .cache import default_cache_dir
+    from ..model.paths import default_cache_dir
 
     def real(p: str | None) -> str | None:
         return os.path.realpath(p) if p and p != STDIN else p
