@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .backends import Backend, SummaryRequest
+from .backends.sections import canonical_summary
 from .errors import BackendError, UsageError
 from .model.conversation import COUNTER_KEY, content_text
 from .model.tokens import MemoTokens, TokenCounter
-from .sections import canonical_summary
 from .settings import BackendConfig
 from .status import Status
 from .summarize import (

@@ -20,8 +20,8 @@ from typing import Any, Callable
 
 import orjson
 
+from compactor_cli.backends.sections import SECTIONS, read_answer
 from compactor_cli.model.tokens import TokenCounter
-from compactor_cli.sections import SECTIONS, read_answer
 
 
 @dataclass

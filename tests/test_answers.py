@@ -26,10 +26,10 @@ from compactor_cli.backends.openai_backend import (
     OpenAIBackend,
     OpenAIOptions,
 )
+from compactor_cli.backends.sections import SECTIONS, canonical_summary, parse_sections, read_answer, render_sections
 from compactor_cli.cli import cli
 from compactor_cli.errors import BackendError
 from compactor_cli.model.tokens import TokenCounter
-from compactor_cli.sections import SECTIONS, canonical_summary, parse_sections, read_answer, render_sections
 from compactor_cli.summarize import compaction_note
 
 ANSWERS = FIXTURES / "llm-answers"

@@ -8,9 +8,9 @@ import orjson
 from chat_server import ChatServer, Reply
 from conftest import long_conv
 
-from compactor_cli.cache import SummaryCache
+from compactor_cli.backends.cache import SummaryCache
+from compactor_cli.backends.sections import SECTIONS
 from compactor_cli.cli import cli
-from compactor_cli.sections import SECTIONS
 
 
 def _answer_with_a_lone_surrogate(request: dict) -> Reply:

@@ -16,8 +16,8 @@ from conftest import long_conv
 
 from compactor_cli.backends import SummaryRequest
 from compactor_cli.backends.extractive import ExtractiveBackend
+from compactor_cli.backends.sections import parse_sections
 from compactor_cli.model.tokens import TokenCounter
-from compactor_cli.sections import parse_sections
 from compactor_cli.status import Status
 from compactor_cli.summarize import NOTE_ID_CHARS
 from compactor_cli.tier2 import summarize_dump

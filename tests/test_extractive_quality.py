@@ -17,8 +17,8 @@ from conftest import FIXTURES, ROOT
 
 from compactor_cli.backends import SummaryRequest
 from compactor_cli.backends.extractive import ExtractiveBackend, dedupe_key
+from compactor_cli.backends.sections import SECTIONS, parse_sections
 from compactor_cli.model.tokens import TokenCounter
-from compactor_cli.sections import SECTIONS, parse_sections
 from compactor_cli.status import Status
 from compactor_cli.tier2 import summarize_dump
 

@@ -19,8 +19,8 @@ from conftest import FIXTURES
 from llm import server as llm
 
 from compactor_cli.backends.openai_backend import _window_of
+from compactor_cli.backends.sections import SECTIONS, parse_sections
 from compactor_cli.model.conversation import check_pairing
-from compactor_cli.sections import SECTIONS, parse_sections
 
 pytestmark = pytest.mark.real_llm
 

@@ -14,9 +14,9 @@ from strategies import conversations
 
 from compactor_cli import check_conversation, restore_conversation
 from compactor_cli.backends.extractive import ExtractiveBackend
+from compactor_cli.backends.sections import SECTIONS, parse_sections
 from compactor_cli.cli import cli
 from compactor_cli.model.tokens import TokenCounter
-from compactor_cli.sections import SECTIONS, parse_sections
 from compactor_cli.status import Status
 from compactor_cli.summarize import choose_cut_point
 from compactor_cli.tier2 import SummarizeOptions, summarize_conversation

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 from ..errors import BackendError
 from ..model.conversation import content_text
-from ..sections import SECTIONS, parse_sections, render_sections
 from . import Answer, SummaryRequest
+from .sections import SECTIONS, parse_sections, render_sections
 
 SCAN_CHARS = 20_000  # per message: the first and last SCAN_CHARS characters are read
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")

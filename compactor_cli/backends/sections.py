@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from .errors import BackendError
+from ..errors import BackendError
 
 SECTIONS = ("system_context", "overview", "key_facts", "user_preferences", "decisions", "pending_tasks",
             "open_questions", "tone_context")
