@@ -40,8 +40,8 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from compactor_cli.status import Status  # noqa: E402
-from compactor_cli.summarize import choose_cut_point  # noqa: E402
-from compactor_cli.tier2 import summarize_dump  # noqa: E402
+from compactor_cli.tiers.cut import choose_cut_point  # noqa: E402
+from compactor_cli.tiers.summarize import summarize_dump  # noqa: E402
 
 DATA_SETS = ("taubench_gpt-4o-airline.jsonl", "swe-agent.jsonl", "spotter-claude-code.jsonl")
 KINDS = ("path", "number", "preference", "decision", "open question", "identifier")

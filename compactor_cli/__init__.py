@@ -20,11 +20,11 @@ _LAZY = {
     "KNOWN_ROLES": "model.conversation", "ORIGINALS_KEY": "model.conversation", "Problem": "model.conversation",
     "check_conversation": "model.conversation", "estimated_message_length": "model.conversation",
     "normalize_record": "model.conversation",
-    "PLACEHOLDER_TEMPLATE": "toolcall", "ToolCallCompactResult": "toolcall", "extract_tool_result": "toolcall",
-    "placeholder_for": "toolcall", "reclaim_tool_results": "toolcall", "restore_conversation": "toolcall",
-    "restore_details": "restore",
-    "load_conversations": "files.records", "choose_cut_point": "summarize", "summarize_dump": "tier2",
-    "Policy": "compact", "compact_dump": "compact",
+    "PLACEHOLDER_TEMPLATE": "tiers.toolcall", "ToolCallCompactResult": "tiers.toolcall", "extract_tool_result": "tiers.toolcall",
+    "placeholder_for": "tiers.toolcall", "reclaim_tool_results": "tiers.toolcall", "restore_conversation": "tiers.toolcall",
+    "restore_details": "tiers.restore",
+    "load_conversations": "files.records", "choose_cut_point": "tiers.cut", "summarize_dump": "tiers.summarize",
+    "Policy": "tiers.compact", "compact_dump": "tiers.compact",
 }
 
 

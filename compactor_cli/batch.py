@@ -193,7 +193,7 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) -
         return Configured(command, Settings("validate", strict=strict, count_tokens=False, write_output=False),
                           dict(strict=strict))
     if command == "summarize":
-        from .tier2 import SummarizeOptions
+        from .tiers.summarize import SummarizeOptions
 
         backend, params, warnings = _backend(v, explicit)
         keep_originals = v["originals"] == "keep"
@@ -206,7 +206,7 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) -
                                             encoding=v["encoding"], summary=summary, backend=backend),
                           params, tuple(warnings))
     if command == "compact":
-        from .compact import Policy, resolve_threshold
+        from .tiers.compact import Policy, resolve_threshold
 
         v = dict(v)
         if v.get("summary_model") is None:  # as nagents: the conversation's own model unless told

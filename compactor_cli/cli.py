@@ -311,7 +311,7 @@ def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no:
     import orjson
 
     from .formats import iter_records, parse_record
-    from .toolcall import extract_tool_result
+    from .tiers.toolcall import extract_tool_result
 
     found = []
     errors = 0

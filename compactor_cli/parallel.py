@@ -43,12 +43,12 @@ def make_counter(settings: Settings) -> TokenCounter | None:
 def make_transform(settings: Settings, counter: TokenCounter | None) -> tuple[Transform, Any]:
     """The record transform for the command, and its summary backend (or None)."""
     if settings.command == "compact":
-        from .compact import make_compact_transform
+        from .tiers.compact import make_compact_transform
 
         assert counter is not None
         return make_compact_transform(settings, counter)
     if settings.command == "summarize":
-        from .tier2 import make_summarize_transform
+        from .tiers.summarize import make_summarize_transform
 
         assert counter is not None
         return make_summarize_transform(settings, counter)

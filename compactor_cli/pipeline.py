@@ -26,7 +26,7 @@ from .model.hints import hint_for
 from .model.tokens import MemoTokens, TokenCounter
 from .settings import Settings
 from .status import Status
-from .toolcall import reclaim_tool_results
+from .tiers.toolcall import reclaim_tool_results
 
 #: Warnings listed per item in the report; the count is always exact.
 MAX_WARNINGS_LISTED = 20
@@ -47,7 +47,7 @@ Transform = Callable[[dict, Settings], Result | Awaitable[Result]]
 
 
 def op_toolcall(dump: dict, settings: Settings) -> Result:
-    from .summarize import head_tool_counts
+    from .tiers.cut import head_tool_counts
 
     new, res = reclaim_tool_results(dump, keep=settings.keep, keep_originals=settings.keep_originals,
                                     key_offsets=head_tool_counts(dump))
@@ -59,7 +59,7 @@ def op_toolcall(dump: dict, settings: Settings) -> Result:
 
 def op_restore(dump: dict, settings: Settings) -> Result:
     from .formats.claude_code_tree import give_back_before_compaction
-    from .restore import restore_details
+    from .tiers.restore import restore_details
 
     new, restored, missing = restore_details(dump)
     new, earlier = give_back_before_compaction(new)  # a Claude Code log read since its compaction

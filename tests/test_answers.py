@@ -30,7 +30,7 @@ from compactor_cli.backends.sections import SECTIONS, canonical_summary, parse_s
 from compactor_cli.cli import cli
 from compactor_cli.errors import BackendError
 from compactor_cli.model.tokens import TokenCounter
-from compactor_cli.summarize import compaction_note
+from compactor_cli.tiers.cut import compaction_note
 
 ANSWERS = FIXTURES / "llm-answers"
 

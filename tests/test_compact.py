@@ -14,10 +14,10 @@ from strategies import conversations
 from compactor_cli import restore_conversation
 from compactor_cli.backends.extractive import ExtractiveBackend
 from compactor_cli.cli import cli
-from compactor_cli.compact import ESCALATION_RATIO, Policy, compact_conversation, resolve_threshold
 from compactor_cli.errors import UsageError
 from compactor_cli.model.tokens import TokenCounter
 from compactor_cli.status import Status
+from compactor_cli.tiers.compact import ESCALATION_RATIO, Policy, compact_conversation, resolve_threshold
 
 COUNTER = TokenCounter()
 BACKEND = ExtractiveBackend(COUNTER.text)

@@ -19,9 +19,14 @@ from compactor_cli.backends.extractive import ExtractiveBackend
 from compactor_cli.backends.sections import parse_sections
 from compactor_cli.model.tokens import TokenCounter
 from compactor_cli.status import Status
-from compactor_cli.summarize import NOTE_ID_CHARS
-from compactor_cli.tier2 import summarize_dump
-from compactor_cli.toolcall import extract_tool_result, placeholder_for, reclaim_tool_results, restore_conversation
+from compactor_cli.tiers.cut import NOTE_ID_CHARS
+from compactor_cli.tiers.summarize import summarize_dump
+from compactor_cli.tiers.toolcall import (
+    extract_tool_result,
+    placeholder_for,
+    reclaim_tool_results,
+    restore_conversation,
+)
 
 COUNTER = TokenCounter()
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
@@ -173,7 +178,7 @@ def test_summarize_of_the_real_claude_code_sessions_exits_0(tmp_path):
 
 
 def test_compact_that_summarised_says_summarized_even_when_a_later_round_did_not():
-    from compactor_cli.compact import Policy, compact_conversation
+    from compactor_cli.tiers.compact import Policy, compact_conversation
 
     dump = bash_run(30, output=60)
     policy = Policy(token_threshold=COUNTER.conversation(dump["messages"]) // 3, keep=12, keep_recent=24, max_retries=3)

@@ -20,7 +20,7 @@ from compactor_cli.backends.extractive import ExtractiveBackend, dedupe_key
 from compactor_cli.backends.sections import SECTIONS, parse_sections
 from compactor_cli.model.tokens import TokenCounter
 from compactor_cli.status import Status
-from compactor_cli.tier2 import summarize_dump
+from compactor_cli.tiers.summarize import summarize_dump
 
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 from bench_recall import KINDS, plant  # noqa: E402

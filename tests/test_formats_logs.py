@@ -14,9 +14,9 @@ from compactor_cli import formats
 from compactor_cli.errors import InvalidInputError
 from compactor_cli.formats.convert_cmd import convert as convert_command
 from compactor_cli.model.conversation import check_conversation
-from compactor_cli.restore import restore_details
-from compactor_cli.tier2 import summarize_dump
-from compactor_cli.toolcall import reclaim_tool_results
+from compactor_cli.tiers.restore import restore_details
+from compactor_cli.tiers.summarize import summarize_dump
+from compactor_cli.tiers.toolcall import reclaim_tool_results
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "fixtures" / "formats"

@@ -15,14 +15,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compactor_cli import formats
-from compactor_cli.compact import Policy, compact_dump
 from compactor_cli.formats.anthropic import check_messages, rule_problems
 from compactor_cli.formats.responses import check_items, pairing_problems
 from compactor_cli.model.conversation import estimated_message_length
 from compactor_cli.model.tokens import TokenCounter
-from compactor_cli.restore import restore_details
-from compactor_cli.tier2 import summarize_dump
-from compactor_cli.toolcall import reclaim_tool_results
+from compactor_cli.tiers.compact import Policy, compact_dump
+from compactor_cli.tiers.restore import restore_details
+from compactor_cli.tiers.summarize import summarize_dump
+from compactor_cli.tiers.toolcall import reclaim_tool_results
 
 TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
 LONG = st.builds(lambda t, n: t + "z" * n, TEXT, st.integers(0, 500))
@@ -32,7 +32,7 @@ SETTINGS = settings(max_examples=int(os.environ.get("XCOMPACT_FORMATS_EXAMPLES")
 
 def _cut_before_formats(messages, keep_recent=16):
     """summarize.choose_cut_point as it was before the formats (c35441a), for OpenAI dumps."""
-    from compactor_cli.summarize import Cut
+    from compactor_cli.tiers.cut import Cut
 
     system = 0 if messages and messages[0].get("role") == "system" else None
     start = 1 if system == 0 else 0
@@ -367,7 +367,7 @@ def test_any_mix_of_tiers_restores_exactly(fmt):
 def test_the_format_aware_cut_is_the_old_cut_for_openai_dumps():
     from strategies import conversations
 
-    from compactor_cli.summarize import choose_cut_point
+    from compactor_cli.tiers.cut import choose_cut_point
 
     @SETTINGS
     @given(conversations(), st.integers(0, 10))

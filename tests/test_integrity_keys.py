@@ -22,10 +22,10 @@ from compactor_cli import (
     restore_conversation,
 )
 from compactor_cli.backends.extractive import ExtractiveBackend
-from compactor_cli.compact import Policy, compact_conversation
 from compactor_cli.errors import InvalidInputError
 from compactor_cli.model.tokens import TokenCounter
-from compactor_cli.tier2 import SummarizeOptions, summarize_conversation
+from compactor_cli.tiers.compact import Policy, compact_conversation
+from compactor_cli.tiers.summarize import SummarizeOptions, summarize_conversation
 
 COUNTER = TokenCounter()
 BACKEND = ExtractiveBackend(COUNTER.text)
@@ -190,8 +190,8 @@ def test_reclaim_accepts_a_bare_list_of_messages():
 # ---- restore says what it could not give back
 
 def test_restore_details_counts_placeholders_without_an_original():
-    from compactor_cli.restore import restore_details
-    from compactor_cli.toolcall import restore_details as reexported
+    from compactor_cli.tiers.restore import restore_details
+    from compactor_cli.tiers.toolcall import restore_details as reexported
 
     assert reexported is restore_details
     dump = tool_conv(n_tools=4)
@@ -206,7 +206,7 @@ def test_restore_details_counts_placeholders_without_an_original():
 
 def test_restore_does_not_undo_an_archived_round_under_a_later_dropped_one():
     dump = long_conv(rounds=20)
-    from compactor_cli.restore import restore_details
+    from compactor_cli.tiers.restore import restore_details
 
     once, status, _ = summarize(dump, keep_recent=60)
     assert status.value == "SUMMARIZED"
@@ -263,7 +263,7 @@ def test_compact_note_lists_the_ids_and_they_can_be_fetched(keep_originals):
 
 
 def test_restore_counts_summary_rounds_compact_made_without_keeping_them():
-    from compactor_cli.restore import restore_details
+    from compactor_cli.tiers.restore import restore_details
 
     dump = long_conv(rounds=20)
     del dump["tokens_used"]

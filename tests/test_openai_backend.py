@@ -19,7 +19,7 @@ from compactor_cli.backends.extractive import ExtractiveBackend
 from compactor_cli.backends.openai_backend import OpenAIBackend, OpenAIOptions
 from compactor_cli.cli import cli
 from compactor_cli.model.tokens import TokenCounter
-from compactor_cli.summarize import compaction_note
+from compactor_cli.tiers.cut import compaction_note
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
 NOTE_TOKENS = TokenCounter().text(compaction_note(12, 6, 1)) + 2  # what the driver keeps free for the note

@@ -16,7 +16,7 @@ from compactor_cli import (
     restore_conversation,
 )
 from compactor_cli.files.records import dump_bytes, parse_record
-from compactor_cli.restore import is_placeholder_of
+from compactor_cli.tiers.restore import is_placeholder_of
 
 KEEP = st.integers(0, 6)
 
@@ -85,13 +85,13 @@ def test_only_old_results_change_and_only_to_their_placeholder(dump, keep):
 
 # ---- through the record pipeline (bytes in, bytes out), every command and both shapes
 
-from compactor_cli.compact import Policy  # noqa: E402
 from compactor_cli.files.records import Record  # noqa: E402
 from compactor_cli.model.tokens import TokenCounter  # noqa: E402
 from compactor_cli.parallel import AsyncOutcomes, make_transform  # noqa: E402
 from compactor_cli.pipeline import process_record  # noqa: E402
 from compactor_cli.settings import BackendConfig, Settings  # noqa: E402
-from compactor_cli.tier2 import SummarizeOptions  # noqa: E402
+from compactor_cli.tiers.compact import Policy  # noqa: E402
+from compactor_cli.tiers.summarize import SummarizeOptions  # noqa: E402
 
 COUNTER = TokenCounter()
 

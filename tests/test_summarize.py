@@ -18,9 +18,9 @@ from compactor_cli.backends.sections import SECTIONS, parse_sections
 from compactor_cli.cli import cli
 from compactor_cli.model.tokens import TokenCounter
 from compactor_cli.status import Status
-from compactor_cli.summarize import choose_cut_point
-from compactor_cli.tier2 import SummarizeOptions, summarize_conversation
-from compactor_cli.toolcall import reclaim_tool_results
+from compactor_cli.tiers.cut import choose_cut_point
+from compactor_cli.tiers.summarize import SummarizeOptions, summarize_conversation
+from compactor_cli.tiers.toolcall import reclaim_tool_results
 
 COUNTER = TokenCounter()
 
@@ -123,7 +123,7 @@ def test_tier1_then_tier2_then_tier1_restores_exactly():
     dump = long_conv(rounds=20)
     a, _ = reclaim_tool_results(dump, keep=4)
     b, _, _ = summarize(a, keep_recent=12)
-    from compactor_cli.summarize import head_tool_counts
+    from compactor_cli.tiers.cut import head_tool_counts
 
     c, res = reclaim_tool_results(b, keep=1, key_offsets=head_tool_counts(b))
     assert res.reclaimed_count > 0

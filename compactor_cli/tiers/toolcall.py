@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import InvalidInputError
-from .model.conversation import (
+from ..errors import InvalidInputError
+from ..model.conversation import (
     EMPTY_STORE_FIELD,
     META_KEY,
     ORIGINALS_KEY,
@@ -84,7 +84,7 @@ class ToolCallCompactResult:
 
 def _check_args(dump: Any, keep: Any) -> None:
     """Wrong types from a library caller are the package's own errors, not a TypeError from deep inside."""
-    from .errors import InvalidInputError, UsageError
+    from ..errors import InvalidInputError, UsageError
 
     if isinstance(dump, dict):
         if not isinstance(dump.get("messages"), list):

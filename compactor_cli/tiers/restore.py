@@ -40,8 +40,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from .errors import InvalidInputError
-from .model.conversation import (
+from ..errors import InvalidInputError
+from ..model.conversation import (
     ALIASES_FIELD,
     ARCHIVE_KEY,
     ARCHIVED_FIELD,

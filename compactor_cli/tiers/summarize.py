@@ -10,14 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .backends import Backend, SummaryRequest
-from .backends.sections import canonical_summary
-from .errors import BackendError, UsageError
-from .model.conversation import COUNTER_KEY, content_text
-from .model.tokens import MemoTokens, TokenCounter
-from .settings import BackendConfig
-from .status import Status
-from .summarize import (
+from ..backends import Backend, SummaryRequest
+from ..backends.sections import canonical_summary
+from ..errors import BackendError, UsageError
+from ..model.conversation import COUNTER_KEY, content_text
+from ..model.tokens import MemoTokens, TokenCounter
+from ..settings import BackendConfig
+from ..status import Status
+from .cut import (
     DEFAULT_KEEP_RECENT,
     DEFAULT_MAX_SUMMARY_TOKENS,
     MIN_SUMMARY_TOKENS,
@@ -109,19 +109,19 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
 def make_backend(config: Any, counter: TokenCounter, max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS) -> Backend:
     """The backend a ``BackendConfig`` names (or a name: "auto", "extractive", "openai"). Option
     problems (an input budget too small for the prompt) raise UsageError here, before any work."""
-    from .settings import OpenAIConfig, choose_backend_name
+    from ..settings import OpenAIConfig, choose_backend_name
 
     if config is None or isinstance(config, str):
         name = choose_backend_name(config or "extractive")
         config = BackendConfig(name, OpenAIConfig() if name == "openai" else None)
     if config.name == "extractive":
-        from .backends.extractive import ExtractiveBackend
+        from ..backends.extractive import ExtractiveBackend
 
         return ExtractiveBackend(counter.text)
     if config.name == "openai":
         from dataclasses import asdict
 
-        from .backends.openai_backend import OpenAIBackend, OpenAIOptions
+        from ..backends.openai_backend import OpenAIBackend, OpenAIOptions
 
         backend = OpenAIBackend(OpenAIOptions(**asdict(config.openai or OpenAIConfig())), counter.text)
         backend._chunk_budget(backend._system_prompt(max_summary_tokens, None), max_summary_tokens)
@@ -159,7 +159,7 @@ def summarize_dump(dump: dict | list, keep_recent: int = DEFAULT_KEEP_RECENT,
     "auto"). Returns (dump, status, details); the input is not modified."""
     import asyncio
 
-    from .model.conversation import normalize_record
+    from ..model.conversation import normalize_record
 
     counter = TokenCounter(encoding)
     if backend is None or isinstance(backend, (str, BackendConfig)):

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import BackendError
-from .formats.rules import adjust_cut, forced_user
-from .model.conversation import ARCHIVE_KEY, COUNTER_KEY, ORIGINALS_KEY, check_pairing, content_text
+from ..errors import BackendError
+from ..formats.rules import adjust_cut, forced_user
+from ..model.conversation import ARCHIVE_KEY, COUNTER_KEY, ORIGINALS_KEY, check_pairing, content_text
 from .restore import head_tool_counts, read_aliases, summarised_away_ids
 
 __all__ = ["ARCHIVE_KEY", "COUNTER_KEY", "Cut", "NotSmallerError", "build_summarised", "choose_cut_point",
@@ -197,7 +197,7 @@ def system_message(messages: list[dict], cut: Cut, text: str, preserve_system: b
 
 def _written_back_from_memory(message: dict) -> bool:
     """The message carries a native item that its format writes back verbatim, not its content."""
-    from .formats.base import MSG_KEY, jload
+    from ..formats.base import MSG_KEY, jload
 
     raw = message.get(MSG_KEY)
     if not isinstance(raw, str):

@@ -11,14 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .backends import Backend
-from .errors import UsageError
-from .model.conversation import COUNTER_KEY, REPLACED_KEYS, estimated_message_length
-from .model.tokens import MemoTokens, TokenCounter
+from ..backends import Backend
+from ..errors import UsageError
+from ..model.conversation import COUNTER_KEY, REPLACED_KEYS, estimated_message_length
+from ..model.tokens import MemoTokens, TokenCounter
+from ..status import Status
+from .cut import DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS, NotSmallerError, head_tool_counts
 from .restore import remember as _remember
-from .status import Status
-from .summarize import DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS, NotSmallerError, head_tool_counts
-from .tier2 import SummarizeOptions, summarize_conversation
+from .summarize import SummarizeOptions, summarize_conversation
 from .toolcall import DEFAULT_KEEP, reclaim_tool_results
 
 #: The estimate must fall below 95% of the threshold to count as real progress (xun: a module
@@ -53,7 +53,7 @@ def resolve_threshold(token_threshold: int | None, message_threshold: int | None
                       context_window: int | None) -> tuple[int | None, int | None, str]:
     """(token threshold, message threshold, where it came from). The two thresholds exclude
     each other; with neither, 70% of the model's window, else xun's 192000 tokens."""
-    from .model.context_windows import context_window as window_of
+    from ..model.context_windows import context_window as window_of
 
     if token_threshold is not None and message_threshold is not None:
         raise UsageError("--token-threshold and --message-threshold cannot be used together; choose one")
@@ -204,7 +204,7 @@ def make_compact_transform(settings: Any, counter: TokenCounter):
             return check_conversation_size(dump, policy, counter)
 
         return check, None
-    from .tier2 import make_backend
+    from .summarize import make_backend
 
     backend = make_backend(settings.backend, counter, policy.max_summary_tokens)
 
@@ -221,9 +221,9 @@ def compact_dump(dump: dict | list, policy: Policy | None = None, backend: Any =
     status, details with the rounds); the input is not modified."""
     import asyncio
 
-    from .model.conversation import normalize_record
-    from .settings import BackendConfig
-    from .tier2 import make_backend, run_and_close
+    from ..model.conversation import normalize_record
+    from ..settings import BackendConfig
+    from .summarize import make_backend, run_and_close
 
     policy = policy or Policy()
     counter = TokenCounter(encoding)
