@@ -29,10 +29,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .engine.settings import Settings
+from .engine.step import Outcome, process_record, process_record_async
 from .errors import UsageError
 from .files.records import Record
-from .pipeline import Outcome, process_record, process_record_async
-from .settings import Settings
 
 #: Commands that run records through the per-record step (``extract`` prints one result instead).
 COMMANDS = ("toolcall", "summarize", "compact", "restore", "validate")
@@ -113,10 +113,10 @@ def _backend(values: dict[str, Any], explicit: set[str], dry_run: bool = False) 
     """The summariser backend as a typed object, the parameters the report records, warnings.
     openai-only options given to the extractive backend are a usage error (``--backend
     extractive``) or a warning (``auto`` found no server)."""
+    from .engine.settings import BackendConfig, OpenAIConfig, choose_backend_name
     from .model.paths import default_cache_dir
     from .model.secrets import redact_url
     from .options import OPENAI_ONLY
-    from .settings import BackendConfig, OpenAIConfig, choose_backend_name
 
     v = values
     warnings: list[str] = []
@@ -244,7 +244,7 @@ class Processor:
     that may call a model) an event loop are made once and reused for every record."""
 
     def __init__(self, settings: Settings) -> None:
-        from .parallel import MODEL_COMMANDS, make_counter, make_transform
+        from .engine.executors import MODEL_COMMANDS, make_counter, make_transform
 
         self.settings = settings
         self.counter = make_counter(settings)
@@ -384,7 +384,7 @@ def report_for(settings: Settings | Configured | str, items: Iterable[dict[str, 
     ``exit_code``, ``summary()``; with ``report_path`` the report JSON is written there, the
     same document as ``xcompact ... --report`` (give the Configured or ``parameters`` for its
     ``parameters``)."""
-    from .report import Report
+    from .engine.report import Report
 
     if isinstance(settings, Configured):
         command, parameters = settings.command, settings.parameters if parameters is None else parameters

@@ -11,9 +11,9 @@ import click
 
 from . import __version__
 from . import options as opt
+from .engine.report import EXIT_FAILED, EXIT_OK, EXIT_STDOUT_CLOSED, EXIT_USAGE
 from .errors import InvalidInputError, OutputError, UsageError, XCompactError
 from .options import MAX_INT
-from .report import EXIT_FAILED, EXIT_OK, EXIT_STDOUT_CLOSED, EXIT_USAGE
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -51,9 +51,9 @@ def _progress(quiet: bool):
 
 def _run(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> None:
     """Hand the typed options to the runner; map what it raises to exit codes."""
-    from .report import ReportError
-    from .runner import run_command
-    from .settings import RunIO
+    from .engine.local import run_command
+    from .engine.report import ReportError
+    from .engine.settings import RunIO
 
     ctx = click.get_current_context()
     for name, source in ctx.meta.get("xcompact_config_destructive", []):
@@ -76,7 +76,7 @@ def _run(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> None:
     try:
         code = run_command(settings, run_io, _emit, _progress(run_io.quiet))
     except StdoutClosed:  # the report went to stdout and its reader left
-        from .runner import silence_stdout
+        from .engine.local import silence_stdout
 
         silence_stdout()
         sys.exit(EXIT_STDOUT_CLOSED)
@@ -319,7 +319,7 @@ def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no:
     try:
         records = iter_records(input_path, from_=input_format)
         if sidecar is not None:  # an --api-ready output: its bookkeeping comes back record by record
-            from .apiready import SidecarReader, merged
+            from .engine.apiready import SidecarReader, merged
 
             records = merged(records, SidecarReader(sidecar))
         for rec in records:
@@ -338,7 +338,7 @@ def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no:
                     errors += 1
                     _emit(f"error: {rec.where}: {exc}")
             except Exception as exc:  # noqa: BLE001  one odd record never ends the search
-                from .pipeline import unexpected_error
+                from .engine.step import unexpected_error
 
                 errors += 1
                 _emit(f"error: {rec.where}: {unexpected_error(exc)}")

@@ -22,8 +22,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .batch import Configured, configure, output_of, processor_for
+from .engine.settings import Settings
 from .files.records import Record
-from .settings import Settings
 
 MESSAGES_COLUMN = "messages"
 JSON_COLUMN = "conversation_json"
@@ -110,7 +110,7 @@ def compact_parquet(src: str, dst: str | None, settings: Settings | Configured |
     conversation, written as JSON text in ``json_column`` beside the other columns (``dst`` None:
     write nothing, e.g. for validate). Returns the report (``totals()``, ``exit_code``; the report
     JSON is written to ``report_path`` if given)."""
-    from .report import Report
+    from .engine.report import Report
 
     configured = configure(settings, **options) if isinstance(settings, str) else settings
     s = configured.settings if isinstance(configured, Configured) else configured

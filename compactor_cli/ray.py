@@ -49,10 +49,10 @@ from ray.data.block import BlockMetadata
 from ray.data.datasource import Datasource, ReadTask
 
 from .batch import COMMANDS, configure, output_of, processor_for
+from .engine.settings import Settings
 from .errors import UsageError
 from .files.records import Record
 from .files.targets import INPUT_SUFFIXES, JSONL_SUFFIXES
-from .settings import Settings
 
 #: Target size of a block of records (the unit of work of one task). 16 MiB rather than 4: each task
 #: also pays scheduling and a block transfer, which 4 MiB tasks (~0.3 s of work) paid 12% more of
@@ -525,7 +525,7 @@ class _Lines:
     """stderr lines as the CLI prints them: errors always, warnings unless quiet, 20 of each."""
 
     def __init__(self, emit: Callable[[str], None], quiet: bool) -> None:
-        from .runner import MAX_ERROR_LINES, MAX_WARNING_LINES
+        from .engine.local import MAX_ERROR_LINES, MAX_WARNING_LINES
 
         self.emit, self.quiet, self.max_e, self.max_w = emit, quiet, MAX_ERROR_LINES, MAX_WARNING_LINES
         self.errored = self.warned = 0
@@ -613,7 +613,7 @@ def run(settings: Settings | str, inputs: list[str] | str, output: str | None = 
     (its columns, and the compacted record as JSON text in ``json_column``; the record is read
     from ``json_column`` when the file has it, else from ``messages_column``: see
     compactor_cli.parquet). Returns the report (totals, exit code)."""
-    from .report import Report
+    from .engine.report import Report
 
     if isinstance(settings, str):
         configured = configure(settings, **options)
@@ -690,7 +690,7 @@ def run_cli(settings: Settings, *, inputs: list[str], output: str | None, report
     """What ``xcompact COMMAND ... --engine ray`` runs; returns the exit code."""
     if address:
         parameters = {**parameters, "address": address}
-    from .report import EXIT_FAILED
+    from .engine.report import EXIT_FAILED
 
     plan(settings, inputs, output, report_path)  # usage errors before a cluster is started or joined
     cluster = connect(address, quiet)

@@ -15,7 +15,7 @@ import pytest
 from conftest import FIXTURES, long_conv, tool_conv
 from test_formats_native import ANTHROPIC, RESPONSES
 
-from compactor_cli.apiready import API_KEYS
+from compactor_cli.engine.apiready import API_KEYS
 
 
 def xcompact(*args: str, **kw) -> subprocess.CompletedProcess:

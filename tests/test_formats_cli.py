@@ -115,7 +115,7 @@ def test_logs_are_one_record_per_file_and_written_as_openai(runner, tmp_path):
 
 
 def test_file_level_logs_with_workers(runner, tmp_path, monkeypatch):
-    monkeypatch.setattr("compactor_cli.runner.PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr("compactor_cli.engine.local.PARALLEL_MIN_BYTES", 0)
     code, _, err = run(runner, "toolcall", FIX / "claude_code_tool_heavy.jsonl", "--keep", "0", "-j", "2",
                        "-o", tmp_path / "a.jsonl", "-q")
     assert code == 0, err

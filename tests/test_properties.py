@@ -85,11 +85,11 @@ def test_only_old_results_change_and_only_to_their_placeholder(dump, keep):
 
 # ---- through the record pipeline (bytes in, bytes out), every command and both shapes
 
+from compactor_cli.engine.executors import AsyncOutcomes, make_transform  # noqa: E402
+from compactor_cli.engine.settings import BackendConfig, Settings  # noqa: E402
+from compactor_cli.engine.step import process_record  # noqa: E402
 from compactor_cli.files.records import Record  # noqa: E402
 from compactor_cli.model.tokens import TokenCounter  # noqa: E402
-from compactor_cli.parallel import AsyncOutcomes, make_transform  # noqa: E402
-from compactor_cli.pipeline import process_record  # noqa: E402
-from compactor_cli.settings import BackendConfig, Settings  # noqa: E402
 from compactor_cli.tiers.compact import Policy  # noqa: E402
 from compactor_cli.tiers.summarize import SummarizeOptions  # noqa: E402
 

@@ -15,7 +15,7 @@ import orjson
 import pytest
 from conftest import tool_conv
 
-from compactor_cli import parallel
+from compactor_cli.engine import executors as parallel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from generate import generate  # noqa: E402

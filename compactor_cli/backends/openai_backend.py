@@ -39,10 +39,10 @@ from typing import Any
 
 import orjson
 
+from ..engine.settings import OpenAIConfig
 from ..errors import BackendError, UsageError
 from ..model.context_windows import context_window
 from ..model.secrets import collect_secrets, contains_secret, mask_credentials, mask_secrets, redact_url
-from ..settings import OpenAIConfig
 from . import Answer, SummaryRequest
 from .cache import SummaryCache, cache_key
 from .sections import SECTIONS, Reading, describe_problems, read_answer, render_sections, strip_thinking

@@ -69,7 +69,7 @@ def convert_record(raw: bytes, from_: str, to: str, source: str | None, line: in
         item.update(status="INVALID_INPUT", error=str(exc))
         return raw, item
     except Exception as exc:  # noqa: BLE001  a value no reader expected: this record fails, never the batch
-        from ..pipeline import unexpected_error
+        from ..engine.step import unexpected_error
 
         item.update(status="INVALID_INPUT", error=str(unexpected_error(exc)))
         return raw, item

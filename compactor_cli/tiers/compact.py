@@ -221,8 +221,8 @@ def compact_dump(dump: dict | list, policy: Policy | None = None, backend: Any =
     status, details with the rounds); the input is not modified."""
     import asyncio
 
+    from ..engine.settings import BackendConfig
     from ..model.conversation import normalize_record
-    from ..settings import BackendConfig
     from .summarize import make_backend, run_and_close
 
     policy = policy or Policy()

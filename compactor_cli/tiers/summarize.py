@@ -12,10 +12,10 @@ from typing import Any
 
 from ..backends import Backend, SummaryRequest
 from ..backends.sections import canonical_summary
+from ..engine.settings import BackendConfig
 from ..errors import BackendError, UsageError
 from ..model.conversation import COUNTER_KEY, content_text
 from ..model.tokens import MemoTokens, TokenCounter
-from ..settings import BackendConfig
 from ..status import Status
 from .cut import (
     DEFAULT_KEEP_RECENT,
@@ -109,7 +109,7 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
 def make_backend(config: Any, counter: TokenCounter, max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS) -> Backend:
     """The backend a ``BackendConfig`` names (or a name: "auto", "extractive", "openai"). Option
     problems (an input budget too small for the prompt) raise UsageError here, before any work."""
-    from ..settings import OpenAIConfig, choose_backend_name
+    from ..engine.settings import OpenAIConfig, choose_backend_name
 
     if config is None or isinstance(config, str):
         name = choose_backend_name(config or "extractive")

@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .errors import InvalidInputError, UsageError
-from .files.targets import STDIN, Target
-from .pipeline import Outcome
+from ..errors import InvalidInputError, UsageError
+from ..files.targets import STDIN, Target
 from .settings import RunIO
+from .step import Outcome
 
 
 def plan_sidecars(io: RunIO, targets: list[Target]) -> dict[str, Any]:
@@ -20,7 +20,7 @@ def plan_sidecars(io: RunIO, targets: list[Target]) -> dict[str, Any]:
     if path is None:
         return {}
     flag = "--api-ready" if io.api_ready else "--sidecar"
-    from .files.sinks import is_stdout
+    from ..files.sinks import is_stdout
 
     if io.api_ready and (path == STDIN or is_stdout(path)):
         raise UsageError("--api-ready: the sidecar cannot go to stdout (the data may be there); name a file")
@@ -29,7 +29,7 @@ def plan_sidecars(io: RunIO, targets: list[Target]) -> dict[str, Any]:
                          "API-ready output elsewhere with -o")
     if len(targets) != 1:
         raise UsageError(f"{flag} takes one input (its sidecar lines follow that input's records)")
-    from .files.sinks import file_identity
+    from ..files.sinks import file_identity
 
     ident = file_identity(path)
     named = [t.input.path for t in targets] + [t.path for t in targets if t.path] + \
@@ -59,9 +59,9 @@ def abort_quietly(sink: Any) -> None:
 
 def refuse_log_in_place(outcome: Outcome) -> None:
     """A log is read lossily: written back over itself it would be gone (the file stays as it was)."""
-    from .files.targets import LOG_IN_PLACE
-    from .formats.base import LOG_FORMATS
-    from .formats.detect import NAMES
+    from ..files.targets import LOG_IN_PLACE
+    from ..formats.base import LOG_FORMATS
+    from ..formats.detect import NAMES
 
     fmt = outcome.item.get("format")
     if fmt in LOG_FORMATS:

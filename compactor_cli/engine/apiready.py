@@ -17,9 +17,9 @@ from typing import IO, Any
 
 import orjson
 
-from .errors import InvalidInputError
-from .files.records import Record, dump_bytes, lossless_problems, parse_exact, parse_json
-from .formats.base import OWNED_KEYS, SOURCE_KEY
+from ..errors import InvalidInputError
+from ..files.records import Record, dump_bytes, lossless_problems, parse_exact, parse_json
+from ..formats.base import OWNED_KEYS, SOURCE_KEY
 
 API_KEYS = OWNED_KEYS + (SOURCE_KEY,)
 

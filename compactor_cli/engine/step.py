@@ -18,15 +18,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import BackendError, InvalidInputError
-from .files.records import Record, dump_bytes, lossless_problems
-from .formats import Codec, parse_record
-from .model.conversation import estimated_message_length
-from .model.hints import hint_for
-from .model.tokens import MemoTokens, TokenCounter
+from ..errors import BackendError, InvalidInputError
+from ..files.records import Record, dump_bytes, lossless_problems
+from ..formats import Codec, parse_record
+from ..model.conversation import estimated_message_length
+from ..model.hints import hint_for
+from ..model.tokens import MemoTokens, TokenCounter
+from ..status import Status
+from ..tiers.toolcall import reclaim_tool_results
 from .settings import Settings
-from .status import Status
-from .tiers.toolcall import reclaim_tool_results
 
 #: Warnings listed per item in the report; the count is always exact.
 MAX_WARNINGS_LISTED = 20
@@ -47,7 +47,7 @@ Transform = Callable[[dict, Settings], Result | Awaitable[Result]]
 
 
 def op_toolcall(dump: dict, settings: Settings) -> Result:
-    from .tiers.cut import head_tool_counts
+    from ..tiers.cut import head_tool_counts
 
     new, res = reclaim_tool_results(dump, keep=settings.keep, keep_originals=settings.keep_originals,
                                     key_offsets=head_tool_counts(dump))
@@ -58,8 +58,8 @@ def op_toolcall(dump: dict, settings: Settings) -> Result:
 
 
 def op_restore(dump: dict, settings: Settings) -> Result:
-    from .formats.claude_code_tree import give_back_before_compaction
-    from .tiers.restore import restore_details
+    from ..formats.claude_code_tree import give_back_before_compaction
+    from ..tiers.restore import restore_details
 
     new, restored, missing = restore_details(dump)
     new, earlier = give_back_before_compaction(new)  # a Claude Code log read since its compaction
@@ -73,7 +73,7 @@ def op_restore(dump: dict, settings: Settings) -> Result:
 
 
 def op_validate(dump: dict, settings: Settings) -> Result:
-    from .model.schema import schema_problems
+    from ..model.schema import schema_problems
 
     problems = schema_problems(dump)
     if problems:

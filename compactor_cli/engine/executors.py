@@ -20,11 +20,11 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import InvalidInputError
-from .files.records import CHANGED_INPUT, Record, input_identity
-from .model.tokens import TokenCounter
-from .pipeline import OPERATIONS, Outcome, Transform, process_record, process_record_async
+from ..errors import InvalidInputError
+from ..files.records import CHANGED_INPUT, Record, input_identity
+from ..model.tokens import TokenCounter
 from .settings import Settings
+from .step import OPERATIONS, Outcome, Transform, process_record, process_record_async
 
 Outcomes = Callable[[Iterable[Record]], Iterator[tuple[Record, Outcome]]]
 MODEL_COMMANDS = ("summarize", "compact")
@@ -43,12 +43,12 @@ def make_counter(settings: Settings) -> TokenCounter | None:
 def make_transform(settings: Settings, counter: TokenCounter | None) -> tuple[Transform, Any]:
     """The record transform for the command, and its summary backend (or None)."""
     if settings.command == "compact":
-        from .tiers.compact import make_compact_transform
+        from ..tiers.compact import make_compact_transform
 
         assert counter is not None
         return make_compact_transform(settings, counter)
     if settings.command == "summarize":
-        from .tiers.summarize import make_summarize_transform
+        from ..tiers.summarize import make_summarize_transform
 
         assert counter is not None
         return make_summarize_transform(settings, counter)

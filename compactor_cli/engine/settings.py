@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the tiers are imported lazily: toolcall never pays for them
-    from .tiers.compact import Policy
-    from .tiers.summarize import SummarizeOptions
+    from ..tiers.compact import Policy
+    from ..tiers.summarize import SummarizeOptions
 
-from .tiers.toolcall import DEFAULT_KEEP
+from ..tiers.toolcall import DEFAULT_KEEP
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from .errors import InvalidInputError, OutputError, UsageError
-from .files.journal import CHECKPOINT_SECONDS, Journal, JournalBusy, fingerprint, journal_path
-from .files.records import CHANGED_INPUT, Record, input_identity
-from .files.sinks import (
+from ..errors import InvalidInputError, OutputError, UsageError
+from ..files.journal import CHECKPOINT_SECONDS, Journal, JournalBusy, fingerprint, journal_path
+from ..files.records import CHANGED_INPUT, Record, input_identity
+from ..files.sinks import (
     AtomicFile,
     StdoutClosed,
     file_crc,
@@ -27,10 +27,9 @@ from .files.sinks import (
     remove_stale_partials,
     verify_partial,
 )
-from .files.targets import JSONL_SUFFIXES, STDIN, Target, is_regular_input, plan_run
-from .formats import file_format, iter_records
-from .guards import abort_quietly, plan_sidecars, refuse_log_in_place
-from .parallel import (
+from ..files.targets import JSONL_SUFFIXES, STDIN, Target, is_regular_input, plan_run
+from ..formats import file_format, iter_records
+from .executors import (
     MODEL_COMMANDS,
     AsyncOutcomes,
     Outcomes,
@@ -39,9 +38,10 @@ from .parallel import (
     make_transform,
     serial_outcomes,
 )
-from .pipeline import Outcome
+from .guards import abort_quietly, plan_sidecars, refuse_log_in_place
 from .report import EXIT_INTERRUPTED, EXIT_OK, EXIT_STDOUT_CLOSED, Report, ReportError
 from .settings import RunIO, Settings
+from .step import Outcome
 
 Emit = Callable[[str], None]
 #: Warning and error lines printed per run; the rest are counted in the summary and listed in --report.
