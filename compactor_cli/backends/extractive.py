@@ -21,6 +21,7 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from ..conversation import content_text
 from ..errors import BackendError
@@ -192,7 +193,8 @@ def _messages(head: list[dict]) -> list[_Msg]:
                     if isinstance(call.get("id"), str):
                         names[call["id"]] = fn["name"]
         if role == "tool":
-            speaker = f"Tool {names.get(m.get('tool_call_id'), 'result')}"
+            # a string in a checked message, or None (no tool_call_id: no name)
+            speaker = f"Tool {names.get(cast(str, m.get('tool_call_id')), 'result')}"
         else:
             speaker = "User" if role in ("user", "developer") else str(role).capitalize()
         out.append(_Msg(str(role), text, speaker, calls))
@@ -326,7 +328,8 @@ def fact_items(msgs: list[_Msg], limit: int | None = None) -> list[Item]:
                 u = src.units[k]
                 shapes[_shape(u[2], [(a - u[0], b - u[0]) for a, b, kk in located if kk == k])] += 1
     where: dict[str, tuple[float, int, int, int, int]] = {}  # fact -> (weight, source, start, end, unit)
-    bonus: Counter = Counter()  # recurrence
+    # recurrence (float bonuses in a Counter: a fact that does not recur reads 0)
+    bonus = cast("dict[str, float]", Counter())
     # a tool call's arguments count for the facts nothing else states (a reservation looked up,
     # a file read whose path no output repeats): read them last, adding no weight to the others
     found.sort(key=lambda f: f[0].weight == CALL_WEIGHT)
@@ -621,7 +624,8 @@ def fit_to_budget(candidates: dict[str, list[Item]], max_tokens: int, count: Cal
     chosen: dict[str, list[Item]] = {s: [] for s in SECTIONS}
     used = count(_render(chosen))
     none_cost = count("(none)")
-    first = (candidates.get("overview") or [None])[0]
+    overview: list[Item] | list[None] = candidates.get("overview") or [None]
+    first = overview[0]
     if first is not None:  # what the conversation was is never dropped: clipped to fit if need be
         room = max_tokens - used + none_cost
         text = first.text if count(f"- {first.text}\n") <= room else _fit_item(first.text, room, count)
