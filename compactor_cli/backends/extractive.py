@@ -21,6 +21,7 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from ..errors import BackendError
 from ..model.conversation import content_text
@@ -37,20 +38,23 @@ _PATH = re.compile(r"(?<![\w/.~-])(?:~?/|\./)?(?:[\w.@+-]+/)+[\w.@+-]*[\w]|(?<![
 _URL = re.compile(r"\bhttps?://[^\s<>\"'`)\]]+[^\s<>\"'`)\].,;:]|(?<![\w.@-])(?:[a-z0-9-]+\.)+(?:com|io|org|net|dev|ai|co|"
                   r"edu|gov|app|cloud|local|internal)(?::\d+)?\b(?![.\w-])")
 _EXT = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,5}$")
-_IDENT = re.compile(r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,10}\b|\b[a-z]+_[a-z]+_?\d+\b|\b[A-Z][A-Z0-9]{1,9}-\d+\b"
-                    r"|\b[0-9a-f]{7,12}\b(?=[^\n]{0,40}\b(?:commit|sha|hash)\b)|\b(?:commit|sha|hash)\b[^\n]{0,20}?\b[0-9a-f]{7,40}\b")
+_IDENT = re.compile(r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,10}\b|\b[a-z]+_[a-z]+_?\d+\b"
+                    r"|\b[A-Z][A-Z0-9]{1,9}-\d+\b"
+                    r"|\b[0-9a-f]{7,12}\b(?=[^\n]{0,40}\b(?:commit|sha|hash)\b)"
+                    r"|\b(?:commit|sha|hash)\b[^\n]{0,20}?\b[0-9a-f]{7,40}\b")
 _UNITS = (r"%|ms|s|sec|seconds?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|KB|MB|GB|TB|KiB|MiB|GiB|"
           r"bytes|tokens|lines|items|tests?|files|rows|records|requests|users|errors|failures|passengers|bags|"
           r"flights|nights|people|points|calls|retries|workers|threads|cores|replicas|pods|nodes|servers|dollars|"
           r"USD|EUR|GBP|kg|km|miles")
 _NUMBER = re.compile(r"[$€£]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s?(?:" + _UNITS + r")\b|\b\d{4}-\d{2}-\d{2}\b")
 # an error line of tool output (not code that merely mentions an error)
-_ERROR = re.compile(r"^\s*(?:Traceback \(most recent call last\)|[\w.]*(?:Error|Exception)(?::|\s*$)|error(?:\[\w+\])?:|"
-                    r"ERROR\b|FAILED\b|FAIL:|fatal:|panic:|E\s{2,}\S|E[A-Z]{2,}:)|No such file|command not found|"
+_ERROR = re.compile(r"^\s*(?:Traceback \(most recent call last\)|[\w.]*(?:Error|Exception)(?::|\s*$)|"
+                    r"error(?:\[\w+\])?:|ERROR\b|FAILED\b|FAIL:|fatal:|panic:|E\s{2,}\S|E[A-Z]{2,}:)|"
+                    r"No such file|command not found|"
                     r"Permission denied|Segmentation fault|[Nn]ot found\.?\s*$|exit (?:code|status) [1-9]")
 # a short status line saying something went wrong ("Wrong flag!", "File does not exist.")
-_FAILURE = re.compile(r"(?i)\b(wrong|invalid|incorrect|failed|failure|denied|refused|cannot|can't|unable|does not exist|"
-                      r"illegal|not allowed|does not add up|mismatch|not found|error)\b")
+_FAILURE = re.compile(r"(?i)\b(wrong|invalid|incorrect|failed|failure|denied|refused|cannot|can't|unable|"
+                      r"does not exist|illegal|not allowed|does not add up|mismatch|not found|error)\b")
 _TAG = re.compile(r"</?[\w-]+>")
 # routine tool output: never a fact, however many paths or numbers it shows — `ls` listings (long
 # form or columns), installer and progress lines (pip, apt, npm, git, tqdm bars), bare headings
@@ -72,23 +76,25 @@ _ROUTINE = re.compile(
     r"|[━█▉▊▋▌▍▎▏#=>]{8,}"  # progress bars
     r"|\b\d+(?:\.\d+)?\s?[kKMG]i?B/s\b|\beta \d+:\d\d")
 # a line of code (a numbered line of a file listing, a statement, a comment, markup), not prose or data
-_CODE = re.compile(r"^\s*(?:\d+\s*[:→|]|\d+\s+\S)|^\s*(?:def|class|import|from|return|raise|except|try|if|elif|else|for|"
-                   r"while|with|async|await|const|let|var|function|fn|pub|case|catch|throw|assert)\b|;\s*$|^\s*(?:#|//)\s|"
-                   r"\{:error|^\s*<[/\w]")
-_PREFERENCE = re.compile(r"(?i)\b(i prefer|prefer|preference|i want|i'd like|i would like|i'd rather|i would rather|please (?:use|don't|"
-                         r"do not|keep|make|avoid|always|never)|don't|do not|never|always|make sure|must|should not|"
-                         r"shouldn't|i need|i only|avoid|instead of|no more than|at most|at least|hard requirement)\b")
+_CODE = re.compile(r"^\s*(?:\d+\s*[:→|]|\d+\s+\S)|^\s*(?:def|class|import|from|return|raise|except|try|if|elif|else|"
+                   r"for|while|with|async|await|const|let|var|function|fn|pub|case|catch|throw|assert)\b|;\s*$|"
+                   r"^\s*(?:#|//)\s|\{:error|^\s*<[/\w]")
+_PREFERENCE = re.compile(r"(?i)\b(i prefer|prefer|preference|i want|i'd like|i would like|i'd rather|i would rather|"
+                         r"please (?:use|don't|do not|keep|make|avoid|always|never)|don't|do not|never|always|"
+                         r"make sure|must|should not|shouldn't|i need|i only|avoid|instead of|no more than|at most|"
+                         r"at least|hard requirement)\b")
 _STRONG_PREFERENCE = re.compile(r"(?i)\b(i prefer|i'd rather|i would rather|i want|i'd like|i would like|please|don't|"
                                 r"do not|never|always|hard requirement|at most|no more than)\b")
-_DECISION = re.compile(r"(?i)\b(i will|i'll|i've|i have (?:decided|updated|changed|created|fixed|booked|cancell?ed|added|removed)|"
-                       r"let's|we will|we'll|decided|decision|going to|the plan is|i chose|i'm going|switch(?:ed)? to|"
-                       r"we should|i recommend|has been (?:updated|changed|created|booked|cancell?ed)|is now|instead of|"
-                       r"we go with)\b")
+_DECISION = re.compile(r"(?i)\b(i will|i'll|i've|"
+                       r"i have (?:decided|updated|changed|created|fixed|booked|cancell?ed|added|removed)|"
+                       r"let's|we will|we'll|decided|decision|going to|the plan is|i chose|i'm going|"
+                       r"switch(?:ed)? to|we should|i recommend|has been (?:updated|changed|created|booked|cancell?ed)|"
+                       r"is now|instead of|we go with)\b")
 _STRONG_DECISION = re.compile(r"(?i)\b(decided|decision|instead of|switch(?:ed)? to|the plan is|i chose|we go with|"
                               r"has been (?:updated|changed|created|booked|cancell?ed))\b")
 _PENDING = re.compile(r"(?i)\b(todo|to do|next|remaining|still need|not yet|pending|follow[- ]up|later|then)\b")
-_MUTATING_TOOL = re.compile(r"(?i)^(update|create|book|cancel|edit|write|delete|modify|send|transfer|apply|set|add|remove|"
-                            r"patch|commit|submit|str_replace|insert)")
+_MUTATING_TOOL = re.compile(r"(?i)^(update|create|book|cancel|edit|write|delete|modify|send|transfer|apply|set|add|"
+                            r"remove|patch|commit|submit|str_replace|insert)")
 # text a client injects into user turns (Claude Code's reminders, local command output, interruptions):
 # not what the user asked for
 _INJECTED = re.compile(r"(?s)<(system-reminder|command-[\w-]+|local-command-[\w-]+|user-prompt-submit-hook)>.*?</\1>"
@@ -187,7 +193,8 @@ def _messages(head: list[dict]) -> list[_Msg]:
                     if isinstance(call.get("id"), str):
                         names[call["id"]] = fn["name"]
         if role == "tool":
-            speaker = f"Tool {names.get(m.get('tool_call_id'), 'result')}"
+            # a string in a checked message, or None (no tool_call_id: no name)
+            speaker = f"Tool {names.get(cast(str, m.get('tool_call_id')), 'result')}"
         else:
             speaker = "User" if role in ("user", "developer") else str(role).capitalize()
         out.append(_Msg(str(role), text, speaker, calls))
@@ -272,7 +279,8 @@ def _sources(msgs: list[_Msg]) -> list[_Source]:
     for pos, msg in enumerate(msgs):
         if msg.text and msg.role in SOURCE_WEIGHT:
             tool = msg.role == "tool"
-            out.append(_Source(pos, SOURCE_WEIGHT[msg.role], msg.speaker, msg.text, _units(msg.text, tool), 110 if tool else 160))
+            out.append(_Source(pos, SOURCE_WEIGHT[msg.role], msg.speaker, msg.text, _units(msg.text, tool),
+                               110 if tool else 160))
         for name, args in msg.calls:
             if args and args != "{}":
                 out.append(_Source(pos, CALL_WEIGHT, f"Assistant called {name}", args, [(0, len(args), args)], 110))
@@ -320,7 +328,8 @@ def fact_items(msgs: list[_Msg], limit: int | None = None) -> list[Item]:
                 u = src.units[k]
                 shapes[_shape(u[2], [(a - u[0], b - u[0]) for a, b, kk in located if kk == k])] += 1
     where: dict[str, tuple[float, int, int, int, int]] = {}  # fact -> (weight, source, start, end, unit)
-    bonus: Counter = Counter()  # recurrence
+    # recurrence (float bonuses in a Counter: a fact that does not recur reads 0)
+    bonus = cast("dict[str, float]", Counter())
     # a tool call's arguments count for the facts nothing else states (a reservation looked up,
     # a file read whose path no output repeats): read them last, adding no weight to the others
     found.sort(key=lambda f: f[0].weight == CALL_WEIGHT)
@@ -337,7 +346,8 @@ def fact_items(msgs: list[_Msg], limit: int | None = None) -> list[Item]:
             rest = text
             for a, b in sorted(spans, reverse=True):
                 rest = rest[:a] + " " + rest[b:]
-            prose = 2.0 if src.weight != CALL_WEIGHT and len(_WORD.findall(rest)) >= 2 else 1.0  # JSON keys are no prose
+            # JSON keys are no prose
+            prose = 2.0 if src.weight != CALL_WEIGHT and len(_WORD.findall(rest)) >= 2 else 1.0
             unit_weight[k] = base * prose / count ** 0.5 / shapes[_shape(text, spans)] ** 0.5
         if call:
             for a, b, k in located:
@@ -466,7 +476,8 @@ def build_candidates(request: SummaryRequest) -> dict[str, list[Item]]:
         found = [s for s in _sentences(m.text) if _DECISION.search(s) and not _CODE.search(s) and not s.endswith("?")]
         for s in found:
             strong = 2.0 if _STRONG_DECISION.search(s) else 1.0
-            decisions.append(Item(f"Assistant: {_clip(_plain(s))}", (1, pos), strong / len(found) ** 0.5 * recency(pos)))
+            decisions.append(Item(f"Assistant: {_clip(_plain(s))}", (1, pos),
+                                  strong / len(found) ** 0.5 * recency(pos)))
         for name, args in m.calls:
             if _MUTATING_TOOL.match(name):
                 decisions.append(Item(f"Assistant called {name}({_clip(args, 160)})", (1, pos), 1.5 * recency(pos)))
@@ -475,7 +486,8 @@ def build_candidates(request: SummaryRequest) -> dict[str, list[Item]]:
     users = [pos for pos, m in enumerate(msgs) if m.role in ("user", "developer") and m.text.strip()]
     if users:
         latest = msgs[users[-1]]
-        pending.append(Item(f"Latest request: {_clip(' '.join(_sentences(latest.text)[:3]), 300)}", (1, users[-1]), 100.0))
+        pending.append(Item(f"Latest request: {_clip(' '.join(_sentences(latest.text)[:3]), 300)}", (1, users[-1]),
+                            100.0))
     for pos, m in enumerate(msgs):
         if m.role == "assistant":
             for s in _sentences(m.text):
@@ -612,7 +624,8 @@ def fit_to_budget(candidates: dict[str, list[Item]], max_tokens: int, count: Cal
     chosen: dict[str, list[Item]] = {s: [] for s in SECTIONS}
     used = count(_render(chosen))
     none_cost = count("(none)")
-    first = (candidates.get("overview") or [None])[0]
+    overview: list[Item] | list[None] = candidates.get("overview") or [None]
+    first = overview[0]
     if first is not None:  # what the conversation was is never dropped: clipped to fit if need be
         room = max_tokens - used + none_cost
         text = first.text if count(f"- {first.text}\n") <= room else _fit_item(first.text, room, count)

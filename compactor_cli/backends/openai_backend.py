@@ -247,7 +247,8 @@ class OpenAIBackend:
             self.cache.close()
             self.cache = None
 
-    async def _complete(self, messages: list[dict], max_tokens: int, mode: str, tally: _Tally) -> tuple[str, str | None]:
+    async def _complete(self, messages: list[dict], max_tokens: int, mode: str,
+                        tally: _Tally) -> tuple[str, str | None]:
         """One chat completion with retries for transient failures. Returns (text, finish
         reason); counts requests in ``tally``. A JSON mode sends its ``response_format``; a
         refusal of it raises _Rejected (auto) or BackendError at once, never retried."""
@@ -306,7 +307,8 @@ class OpenAIBackend:
             if not retryable or attempt > self.opts.retries:
                 tries = f" after {attempt} attempts" if attempt > 1 else ""
                 raise BackendError(self._mask(f"{reason}{tries}"))
-            await asyncio.sleep(min(60.0, wait) if wait is not None else min(30.0, self.opts.backoff * 2 ** (attempt - 1)))
+            await asyncio.sleep(min(60.0, wait) if wait is not None
+                                else min(30.0, self.opts.backoff * 2 ** (attempt - 1)))
 
     @contextlib.asynccontextmanager
     async def _negotiation(self, mode: str) -> Any:
@@ -361,7 +363,8 @@ class OpenAIBackend:
         body = getattr(exc, "body", None)
         detail = ""
         if isinstance(body, dict):
-            detail = str((body.get("error") or {}).get("message") if isinstance(body.get("error"), dict) else body.get("message") or "")
+            detail = str((body.get("error") or {}).get("message") if isinstance(body.get("error"), dict)
+                         else body.get("message") or "")
         elif isinstance(body, str):
             detail = body
         elif status is None and exc.__cause__ is not None:  # connection errors: what the transport said
@@ -401,8 +404,8 @@ class OpenAIBackend:
     def _cache_key(self, request: SummaryRequest) -> str:
         """What the summary depends on; not on the mode auto ends up in (the text is canonical either way)."""
         return cache_key("openai", CACHE_VERSION, self.endpoint, self.model, self.opts.temperature, self.instructions,
-                         self.structured, self.opts.seed, request.max_tokens, request.previous_tokens, self.input_tokens,
-                         request.system_text, orjson.dumps(request.head).decode())
+                         self.structured, self.opts.seed, request.max_tokens, request.previous_tokens,
+                         self.input_tokens, request.system_text, orjson.dumps(request.head).decode())
 
     def _usable(self, text: str, max_tokens: int) -> bool:
         reading = read_answer(text)
@@ -504,11 +507,13 @@ class OpenAIBackend:
         return problems
 
     def _repair_message(self, reading: Reading, problems: list[str], max_tokens: int, mode: str) -> str:
-        said = "; ".join(p.replace("the summary", "your summary").replace("the answer", "your answer") for p in problems)
+        said = "; ".join(p.replace("the summary", "your summary").replace("the answer", "your answer")
+                         for p in problems)
         head = f"Your summary cannot be used yet: {said}."
         if _is_json_mode(mode):
             return (f"{head} Answer again with the whole summary as one JSON object with exactly the eight fields "
-                    f"{', '.join(SECTIONS)}; '(none)' in a field with nothing to say; at most {max_tokens} tokens in total.")
+                    f"{', '.join(SECTIONS)}; '(none)' in a field with nothing to say; at most {max_tokens} tokens "
+                    "in total.")
         room = max_tokens - self.count(render_sections(reading.sections)) if reading.sections else 0
         only_missing = (reading.missing and reading.sections and len(problems) == 1 and not reading.repeated
                         and room >= 40 * len(reading.missing))
@@ -533,7 +538,8 @@ class OpenAIBackend:
         need = sum(self.count(t) + 4 for t in (system, user, ex.text, repair)) + out_tokens + OUTPUT_MARGIN
         if need > self.input_tokens:
             user = REPAIR_OMITTED
-        messages = _chat(system, user) + [{"role": "assistant", "content": ex.text}, {"role": "user", "content": repair}]
+        messages = _chat(system, user) + [{"role": "assistant", "content": ex.text},
+                                          {"role": "user", "content": repair}]
         tally.repaired = True
         text, finish = await self._complete(messages, out_tokens, mode, tally)
         second = read_answer(text)

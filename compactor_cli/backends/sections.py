@@ -39,7 +39,8 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "pending_tasks": ("pending tasks", "pending", "pending work", "next steps", "todo", "to do", "remaining tasks",
                       "remaining work", "open tasks"),
     "open_questions": ("open questions", "questions", "unresolved questions", "open issues"),
-    "tone_context": ("tone context", "tone", "tone and style", "style", "communication style", "tone of the conversation"),
+    "tone_context": ("tone context", "tone", "tone and style", "style", "communication style",
+                     "tone of the conversation"),
 }
 _BY_NAME = {alias: name for name, aliases in _ALIASES.items() for alias in aliases + (name.replace("_", " "),)}
 _PREFIXES = sorted((a for a in _BY_NAME if " " in a), key=len, reverse=True)
@@ -51,7 +52,8 @@ _NUMBERING = r"(?:\d{1,2}|[ivx]{1,4}|[a-h])[.)]"
 # heading styles, in order of preference when an answer mixes them
 _STYLES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("atx", re.compile(r"^ {0,3}#{1,6}[ \t]+(?P<t>.+?)[ \t]*#*[ \t]*$")),
-    ("bold", re.compile(r"^ {0,3}(?:" + _NUMBERING + r"[ \t]*)?(?P<m>\*\*|__)(?P<t>[^*_\s][^*_]*?)(?P=m)[ \t]*:?[ \t]*$", re.I)),
+    ("bold", re.compile(r"^ {0,3}(?:" + _NUMBERING + r"[ \t]*)?(?P<m>\*\*|__)(?P<t>[^*_\s][^*_]*?)(?P=m)"
+                        r"[ \t]*:?[ \t]*$", re.I)),
     ("numbered", re.compile(r"^ {0,3}" + _NUMBERING + r"[ \t]+(?P<t>[A-Za-z][\w &/-]{1,60}?)[ \t]*:?[ \t]*$", re.I)),
     ("label", re.compile(r"^ {0,3}(?P<t>[A-Za-z][\w &/-]{1,50}?)[ \t]*:[ \t]*$")),
     ("inline", re.compile(r"^ {0,3}(?:(?P<m>\*\*|__)(?P<t>[A-Za-z][\w &/-]{1,50}?)(?::(?P=m)|(?P=m)[ \t]*:)"

@@ -19,7 +19,7 @@ with a user message, alternate, and keep every ``tool_use`` with its ``tool_resu
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ..model.conversation import META_KEY, Problem, check_messages_shape, check_owned_keys
 from .base import DUMP_KEY, MSG_KEY, Codec, fail, jdump, jload, type_name
@@ -30,7 +30,8 @@ THINKING = ("thinking", "redacted_thinking")
 SERVER_BLOCKS = ("server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
                  "bash_code_execution_tool_result", "text_editor_code_execution_tool_result", "mcp_tool_use",
                  "mcp_tool_result", "container_upload", "tool_search_tool_result")
-SIGNAL_BLOCKS = ("tool_use", "tool_result", "thinking", "redacted_thinking", "document", "search_result") + SERVER_BLOCKS
+SIGNAL_BLOCKS = ("tool_use", "tool_result", "thinking", "redacted_thinking", "document",
+                 "search_result") + SERVER_BLOCKS
 
 
 def _memo(**kw: Any) -> str:
@@ -61,8 +62,8 @@ def _check_block(b: Any, ptr: str, role: str) -> list[Problem]:
         if not isinstance(b.get("name"), str):
             out.append(Problem(f"{ptr}/name", "a tool_use block needs a string 'name'", True))
         if not isinstance(b.get("input"), dict):
-            out.append(Problem(f"{ptr}/input", f"a tool_use block needs an 'input' object, got {type_name(b.get('input'))}",
-                               True))
+            out.append(Problem(f"{ptr}/input",
+                               f"a tool_use block needs an 'input' object, got {type_name(b.get('input'))}", True))
     elif t == "tool_result":
         if not isinstance(b.get("tool_use_id"), str):
             out.append(Problem(f"{ptr}/tool_use_id", "a tool_result block needs a string 'tool_use_id'", True))
@@ -169,7 +170,7 @@ def rule_problems(messages: list, base: str) -> list[Problem]:
 # ---------------------------------------------------------------- messages -> internal
 
 def _assistant(m: dict, i: int) -> dict:
-    c = m.get("content")
+    c = cast("str | list", m.get("content"))  # shape-checked: a string or a list of blocks
     if isinstance(c, str):
         return {"role": "assistant", "content": c, MSG_KEY: _memo(m=m)}
     content = [b for b in c if b.get("type") not in THINKING and b.get("type") != "tool_use"]
@@ -186,7 +187,7 @@ def _assistant(m: dict, i: int) -> dict:
 
 
 def _user(m: dict, i: int) -> list[dict]:
-    c = m.get("content")
+    c = cast("str | list", m.get("content"))  # shape-checked: a string or a list of blocks
     if isinstance(c, str) or not any(b.get("type") == "tool_result" for b in c):
         return [{"role": "user", "content": c, MSG_KEY: _memo(m=m)}]
     shell = {k: (None if k == "content" else v) for k, v in m.items()}
@@ -251,9 +252,9 @@ def _native_messages(msgs: list[dict]) -> list[dict]:
                 block.pop("content", None)
             else:
                 block["content"] = m.get("content")
-            group.append((memo["p"], block))  # type: ignore[union-attr]
+            group.append((memo["p"], block))
         else:
-            group.extend(zip(memo["p"], m.get("content") or (), strict=False))  # type: ignore[union-attr]
+            group.extend(zip(memo["p"], m.get("content") or (), strict=False))
         last = (k, n)
     flush()
     return out
@@ -338,7 +339,7 @@ def to_native(dump: dict) -> Any:
             out[k] = extra.pop(k)
     out.update(extra)
     if layout.get("list") and "keys" not in layout:
-        meta = out.get(META_KEY) if isinstance(out.get(META_KEY), dict) else {}
+        meta = cast(dict, out.get(META_KEY)) if isinstance(out.get(META_KEY), dict) else {}
         out[META_KEY] = {**meta, "input_form": "list"}
     return out
 

@@ -9,7 +9,8 @@ reading, lossy and documented:
   its ``reasoning_content`` (the signature is dropped), ``tool_use`` blocks its ``tool_calls``
   (``input`` as JSON arguments). Server tool blocks are carried as text parts.
 - A user event's ``tool_result`` blocks become ``tool`` messages (string or text/image parts;
-  ``is_error: true`` is kept as a key of the tool message, and written back by convert --to anthropic), its other blocks one user message (images as data-URL parts).
+  ``is_error: true`` is kept as a key of the tool message, and written back by convert --to
+  anthropic), its other blocks one user message (images as data-URL parts).
 - ``isSidechain`` events of a sub-agent are read when the whole file is a sub-agent's; in a main
   session that also holds them (old versions), they are skipped and counted.
 - ``progress``, ``file-history-snapshot``, ``queue-operation`` and other ``system`` events carry
@@ -18,7 +19,8 @@ reading, lossy and documented:
   ``source.compact_boundaries`` with the index of the first message after them (the session's
   own summary follows as a user message); by default the conversation starts at the last one
   (what the model had) and the messages before it are carried in ``source.before_compaction``,
-  which restore puts back (``--claude-code-history full`` reads the whole file); ``summary`` lines in ``source.summaries``.
+  which restore puts back (``--claude-code-history full`` reads the whole file); ``summary``
+  lines in ``source.summaries``.
 - A rewind (a prompt edited or a reply regenerated: two turns under one ``parentUuid``) keeps
   the branch the session continued on, the ancestry of its last event; the events of the other
   branches are not read, listed in ``source.rewound_branches`` (line, events) and noted.
@@ -132,7 +134,7 @@ class _Reader:
                 body = jdump(body)
             if isinstance(cid, str) and cid in self.open:
                 del self.open[cid]
-                result = {"role": "tool", "tool_call_id": cid, "content": body}
+                result: dict[str, Any] = {"role": "tool", "tool_call_id": cid, "content": body}
                 if b.get("is_error") is True:  # kept as a marker on the tool message (back in Anthropic form)
                     result["is_error"] = True
                 self.emit(result, line)
@@ -172,7 +174,8 @@ class _Reader:
                 self._add_text(m, b.get("text", ""))
             elif t == "thinking":
                 text = b.get("thinking", "")
-                m["reasoning_content"] = text if "reasoning_content" not in m else m["reasoning_content"] + "\n\n" + text
+                m["reasoning_content"] = (text if "reasoning_content" not in m
+                                          else m["reasoning_content"] + "\n\n" + text)
                 if b.get("signature"):
                     self.count("thinking signatures dropped")
             elif t == "redacted_thinking":
@@ -367,7 +370,7 @@ def read_claude_code_anthropic(events: Iterable[tuple[int, Any]], source: str | 
                 cur_msg = None
                 for b in stray:
                     orphans.append(str(b.get("tool_use_id")))
-                    body = b.get("content")
+                    body: Any = b.get("content")  # a tool result's content: any JSON value
                     text = body if isinstance(body, str) else "\n".join(
                         x.get("text", "") for x in body or () if isinstance(x, dict))
                     others.insert(0, {"type": "text", "text": f"[tool result {b.get('tool_use_id')}]\n{text}"})

@@ -9,7 +9,7 @@ results) are not turns, so they never look like a rewind.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 
 def _parent(e: dict) -> Any:
@@ -24,7 +24,7 @@ def _turn_key(e: dict, parent: dict | None) -> Any:
     """What makes a child event a new turn (so two of them under one parent are a rewind): a
     user prompt (not only tool results), or an assistant message other than its parent's. Parallel
     tool calls (the next block of the same message, a tool result) are not turns."""
-    msg = e.get("message") if isinstance(e.get("message"), dict) else {}
+    msg = cast(dict, e.get("message")) if isinstance(e.get("message"), dict) else {}
     if e.get("type") == "user":
         content = msg.get("content")
         if isinstance(content, list) and content and all(
@@ -151,7 +151,7 @@ def give_back_before_compaction(dump: Any) -> tuple[Any, int]:
     before = src.get(BEFORE_KEY) if isinstance(src, dict) else None
     if not isinstance(before, dict) or not isinstance(before.get("messages"), list):
         return dump, 0
-    src = {k: v for k, v in src.items() if k != BEFORE_KEY}
+    src = {k: v for k, v in cast(dict, src).items() if k != BEFORE_KEY}  # a dict: ``before`` is one of its values
     if isinstance(src.get("notes"), list):
         src["notes"] = [n for n in src["notes"] if not (isinstance(n, str) and f"source.{BEFORE_KEY}" in n)]
         if not src["notes"]:

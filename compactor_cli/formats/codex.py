@@ -28,7 +28,7 @@ lines. The reading, lossy and documented:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from .base import SOURCE_KEY, fail, jdump, type_name
 from .repair import repair_pairing
@@ -88,7 +88,7 @@ def read_codex(events: Iterable[tuple[int, Any]], source: str | None = None) -> 
         if not isinstance(e, dict):
             raise fail(f"line {n}: a rollout line must be an object, got {type_name(e)}")
         t = e.get("type")
-        payload = e.get("payload")
+        payload = cast(dict, e.get("payload"))  # a dict on the LINE_TYPES lines (checked next), which alone read it
         if t in LINE_TYPES and not isinstance(payload, dict):
             raise fail(f"line {n}: a {t} line needs a 'payload' object")
         if t == "session_meta" or (k == 0 and t is None and "id" in e and "timestamp" in e):

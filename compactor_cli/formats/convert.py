@@ -11,7 +11,7 @@ dropped"). A Claude Code log written as Anthropic keeps its content blocks as th
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ..model.conversation import content_text as _text  # one owner of 'the text of a content value'
 from .base import DUMP_KEY, MSG_KEY, OWNED_KEYS, jdump, jload
@@ -79,7 +79,7 @@ def _from_anthropic(m: dict, notes: Notes) -> dict:
         return out
     if role == "assistant":
         native = memo.get("m") or {}
-        blocks = native.get("content") if isinstance(native.get("content"), list) else []
+        blocks = cast(list, native.get("content")) if isinstance(native.get("content"), list) else []
         signed = sum(1 for b in blocks if isinstance(b, dict) and b.get("type") == "thinking" and b.get("signature"))
         notes.add("signed thinking blocks: text kept as reasoning_content, signature dropped", signed)
         notes.add("redacted_thinking blocks dropped (no text to carry)",
@@ -411,6 +411,7 @@ def convert(dump: dict, codec: Any, to: str, history: str = "since-compaction") 
         # Claude Code logs hold Messages API content: kept block for block (signed thinking too)
         from .claude_code import read_claude_code_anthropic
 
+        native: Any
         src = dump.get("source") or {}
         native, lines = read_claude_code_anthropic(codec.original, src.get("file"))
         if history == "since-compaction":
@@ -420,7 +421,7 @@ def convert(dump: dict, codec: Any, to: str, history: str = "since-compaction") 
         return native, lines
     plain = to_plain_openai(dump, codec.format, notes)
     if to == "openai":
-        native: Any = plain
+        native = plain
     elif to == "anthropic":
         native = plain_to_anthropic(plain, notes)
     else:

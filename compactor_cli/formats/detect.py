@@ -104,7 +104,7 @@ def detect(obj: Any) -> str:
 
 def _decide(marks: set[str]) -> str:
     if len(marks) > 1:
-        order = [f for f in ("openai", "anthropic", "responses") if f in marks]
+        order: list[str] = [f for f in ("openai", "anthropic", "responses") if f in marks]
         raise Ambiguous(order, "the record has marks of " + " and ".join(NAMES[f] for f in order))
     return marks.pop() if marks else "openai"
 

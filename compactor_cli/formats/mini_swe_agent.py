@@ -20,7 +20,7 @@ OpenAI dump (lossy, documented):
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
 from .base import SOURCE_KEY, fail, jdump, type_name
 from .repair import repair_pairing
@@ -79,7 +79,7 @@ def read_mini_swe_agent(obj: Any, source: str | None = None, line: int | None = 
             continue
         role = m.get("role")
         if role == "exit":
-            extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
+            extra = cast(dict, m.get("extra")) if isinstance(m.get("extra"), dict) else {}
             exits.append({"step": i, "exit_status": extra.get("exit_status"), "content": m.get("content")})
             i += 1
             continue

@@ -15,7 +15,7 @@ Both remember their native keys, so the written record has the legacy shape agai
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
 from ..model.conversation import ARCHIVE_KEY, META_KEY, denormalize_record, normalize_record
 from .base import MSG_KEY, Codec, jdump, jload
@@ -105,7 +105,8 @@ def legacy_message_to_native(m: dict) -> dict:
 def _legacy_back(messages: list) -> list:
     out = []
     for m in messages:
-        if type(m) is dict and MSG_KEY in m and isinstance(m[MSG_KEY], str) and m[MSG_KEY].startswith('{"f":"' + LEGACY):
+        if type(m) is dict and MSG_KEY in m and isinstance(m[MSG_KEY], str) \
+                and m[MSG_KEY].startswith('{"f":"' + LEGACY):
             out.append(legacy_message_to_native(m))
         else:
             out.append(m)
@@ -127,7 +128,7 @@ class OpenAICodec(Codec):
             # legacy messages (also those a restore brought back from the archive) in their own shape
             new = {**new, "messages": _legacy_back(new["messages"])}
         if self.out_shape == "list" and list(new.keys()) != ["messages"]:
-            meta = new.get(META_KEY) if isinstance(new.get(META_KEY), dict) else {}
+            meta = cast(dict, new.get(META_KEY)) if isinstance(new.get(META_KEY), dict) else {}
             new = {"messages": new["messages"], **{k: v for k, v in new.items() if k not in ("messages", META_KEY)},
                    META_KEY: {**meta, "input_form": "list"}}
         return denormalize_record(new, self.out_shape)

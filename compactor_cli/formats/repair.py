@@ -20,7 +20,7 @@ def repair_pairing(messages: list[dict], where: list[Any], no_result: str) -> tu
     n = len(messages)
     consumed = [False] * n
     placed: dict[int, list[int]] = {}
-    unanswered: list[str] = []
+    unanswered: list[Any] = []  # the IDs as the log has them (a wrong type is reported by the checks)
     for i, m in enumerate(messages):
         calls = m.get("tool_calls") if m.get("role") == "assistant" else None
         if not calls or not isinstance(calls, list):  # a wrong type is reported by the checks

@@ -23,7 +23,7 @@ Tier 2 writes the summary into ``instructions`` when the request has that key, e
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ..model.conversation import META_KEY, Problem, check_messages_shape, check_owned_keys
 from .base import DUMP_KEY, MSG_KEY, Codec, fail, jdump, jload, type_name
@@ -192,7 +192,7 @@ def items_to_messages(items: list, system_first: bool, starts: list[int] | None 
                 run_items.append(item)
                 text = reasoning_text(item)
                 if text:
-                    run["reasoning_content"] = (run.get("reasoning_content") + "\n\n" + text
+                    run["reasoning_content"] = (cast(str, run.get("reasoning_content")) + "\n\n" + text
                                                 if run.get("reasoning_content") else text)
             else:
                 if not pending:
@@ -207,14 +207,14 @@ def items_to_messages(items: list, system_first: bool, starts: list[int] | None 
                     run["reasoning_content"] = text
                 run["tool_calls"] = []
                 run_items = list(pending)
-                first.append(pend_at if pending else i)
+                first.append(cast(int, pend_at) if pending else i)  # pend_at is set with the first pending item
                 pending = []
                 msgs.append(run)
             run["tool_calls"].append(_tool_call(item))
             run_items.append(item)
             continue
         close_run()
-        first.append(pend_at if pending else i)
+        first.append(cast(int, pend_at) if pending else i)
         pre, pending = pending, []
         if t == "message":
             role = item["role"]
@@ -391,7 +391,7 @@ def to_native(dump: dict) -> Any:
     for k, v in extra.items():
         out[k] = v
     if layout.get("list") and "keys" not in layout:
-        meta = out.get(META_KEY) if isinstance(out.get(META_KEY), dict) else {}
+        meta = cast(dict, out.get(META_KEY)) if isinstance(out.get(META_KEY), dict) else {}
         out[META_KEY] = {**meta, "input_form": "list"}
     return out
 

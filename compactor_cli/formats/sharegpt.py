@@ -75,7 +75,7 @@ def read_sharegpt(obj: Any, source: str | None = None, line: int | None = None) 
             if calls is None:
                 unparsed += 1
                 calls = [{"name": "unknown", "arguments": value}]
-            tool_calls = []
+            tool_calls: list[dict[str, Any]] = []
             for c in calls:
                 n_call += 1
                 args = c.get("arguments", c.get("parameters", {}))

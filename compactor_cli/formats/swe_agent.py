@@ -19,7 +19,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from .base import SOURCE_KEY, fail, jdump, type_name
 from .repair import repair_pairing
@@ -37,7 +37,7 @@ def read_swe_agent(obj: Any, source: str | None = None, line: int | None = None)
     if not isinstance(obj, dict) or not isinstance(obj.get("history"), list):
         raise fail("a SWE-agent trajectory needs a 'history' list")
     history = obj["history"]
-    trajectory = obj.get("trajectory") if isinstance(obj.get("trajectory"), list) else []
+    trajectory = cast(list, obj.get("trajectory")) if isinstance(obj.get("trajectory"), list) else []
     msgs: list[dict] = []
     where: list[Any] = []
     from_traj: list[str] = []
@@ -58,7 +58,8 @@ def read_swe_agent(obj: Any, source: str | None = None, line: int | None = None)
                 raise fail(f"'tool_call_ids' must be a list of strings, got {type_name(ids)}"
                            + (" holding other values" if isinstance(ids, list) else ""), f"/history/{i}/tool_call_ids")
             for k, cid in enumerate(ids or [None]):
-                out = {"role": "tool", "content": content if k == 0 else f"[the result of {ids[0]} answers this call too]"}
+                out = {"role": "tool",
+                       "content": content if k == 0 else f"[the result of {ids[0]} answers this call too]"}
                 if cid is not None:
                     out["tool_call_id"] = cid
                 msgs.append(out)
@@ -76,19 +77,21 @@ def read_swe_agent(obj: Any, source: str | None = None, line: int | None = None)
         if role == "assistant":
             calls = m.get("tool_calls")
             if isinstance(calls, list) and calls:
-                out["tool_calls"] = [{"id": c.get("id"), "type": c.get("type", "function"), "function": c.get("function")}
+                out["tool_calls"] = [{"id": c.get("id"), "type": c.get("type", "function"),
+                                      "function": c.get("function")}
                                      for c in calls if isinstance(c, dict)]
             elif isinstance(m.get("action"), str) and m["action"].strip():
                 n_action += 1
                 pending = f"call_{n_action}"
                 out["tool_calls"] = [{"id": pending, "type": "function",
-                                      "function": {"name": "bash", "arguments": jdump({"command": m["action"].strip()})}}]
+                                      "function": {"name": "bash",
+                                                   "arguments": jdump({"command": m["action"].strip()})}}]
         msgs.append(out)
         where.append(i)
     if pending is not None:
         _observation_from_trajectory(msgs, where, trajectory, n_action, pending, from_traj, len(history) - 1)
     msgs, where, done = repair_pairing(msgs, where, NO_RESULT)
-    info = obj.get("info") if isinstance(obj.get("info"), dict) else {}
+    info = cast(dict, obj.get("info")) if isinstance(obj.get("info"), dict) else {}
     src: dict[str, Any] = {"format": "swe-agent", "file": source}
     if line is not None:
         src["line"] = line
