@@ -9,7 +9,7 @@ import click
 
 from .formats.base import FORMATS
 from .model.tokens import DEFAULT_ENCODING
-from .tiers.toolcall import DEFAULT_KEEP
+from .tiers.options import DEFAULT_KEEP
 
 F = Callable[..., Any]
 #: Counts beyond 64 bits are refused at the edge (a report, a journal and the tiers store them as such).
@@ -116,7 +116,7 @@ def token_options(f: F) -> F:
 
 def cut_options(f: F) -> F:
     """Tier 2: where the cut goes and how big the summary may be."""
-    from .tiers.cut import DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS
+    from .tiers.options import DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS
 
     opts = [
         click.option("--keep-recent", type=click.IntRange(min=0, max=MAX_INT), default=DEFAULT_KEEP_RECENT, show_default=True,

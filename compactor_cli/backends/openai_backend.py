@@ -39,12 +39,12 @@ from typing import Any
 
 import orjson
 
-from ..engine.settings import OpenAIConfig
 from ..errors import BackendError, UsageError
 from ..model.context_windows import context_window
 from ..model.secrets import collect_secrets, contains_secret, mask_credentials, mask_secrets, redact_url
 from . import Answer, SummaryRequest
 from .cache import SummaryCache, cache_key
+from .config import OpenAIConfig
 from .sections import SECTIONS, Reading, describe_problems, read_answer, render_sections, strip_thinking
 from .transcript import clip_text, render_head
 
@@ -103,7 +103,7 @@ MERGE_NOTE = ("The conversation was too long to read at once. Below are summarie
 
 @dataclass(frozen=True)
 class OpenAIOptions(OpenAIConfig):
-    """The run's openai options (settings.OpenAIConfig, defined once) and what only tests tune."""
+    """The run's openai options (config.OpenAIConfig, defined once) and what only tests tune."""
 
     backoff: float = 1.0  # seconds before the first retry; doubled each time (cap 30 s)
 
@@ -376,6 +376,10 @@ class OpenAIBackend:
         return self._mask(f"{what}: {detail}" if detail else what)
 
     # ---------------------------------------------------------------- summarising
+
+    def check_budget(self, max_summary_tokens: int) -> None:
+        """Raise UsageError now, before any work, when the input budget cannot hold the prompt."""
+        self._chunk_budget(self._system_prompt(max_summary_tokens, None), max_summary_tokens)
 
     def _system_prompt(self, budget: int, previous_tokens: int | None = None, mode: str | None = None) -> str:
         rules = JSON_RULES if _is_json_mode(mode or self._mode) else FORMAT_RULES

@@ -46,12 +46,12 @@ def make_transform(settings: Settings, counter: TokenCounter | None) -> tuple[Tr
         from ..tiers.compact import make_compact_transform
 
         assert counter is not None
-        return make_compact_transform(settings, counter)
+        return make_compact_transform(settings.policy, settings.check, settings.backend, counter)
     if settings.command == "summarize":
         from ..tiers.summarize import make_summarize_transform
 
         assert counter is not None
-        return make_summarize_transform(settings, counter)
+        return make_summarize_transform(settings.summary, settings.backend, counter)
     return OPERATIONS[settings.command], None
 
 

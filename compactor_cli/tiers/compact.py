@@ -8,45 +8,24 @@ over after the summary, retry up to ``max_retries`` rounds, each halving both ke
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ..backends import Backend
+from ..backends.config import BackendConfig, make_backend
 from ..errors import UsageError
 from ..model.conversation import COUNTER_KEY, REPLACED_KEYS, estimated_message_length
 from ..model.tokens import MemoTokens, TokenCounter
 from ..status import Status
-from .cut import DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS, NotSmallerError, head_tool_counts
+from .cut import NotSmallerError, head_tool_counts
+from .options import DEFAULT_TOKEN_THRESHOLD, Policy, SummarizeOptions
 from .restore import remember as _remember
-from .summarize import SummarizeOptions, summarize_conversation
-from .toolcall import DEFAULT_KEEP, reclaim_tool_results
+from .summarize import summarize_conversation
+from .toolcall import reclaim_tool_results
 
 #: The estimate must fall below 95% of the threshold to count as real progress (xun: a module
 #: constant, not a per-run option).
 ESCALATION_RATIO = 0.95
-DEFAULT_TOKEN_THRESHOLD = 192_000
 THRESHOLD_SHARE_OF_WINDOW = 0.70  # nagents: with no threshold, 70% of the model's context
-
-
-@dataclass
-class Policy:
-    token_threshold: int | None = DEFAULT_TOKEN_THRESHOLD
-    message_threshold: int | None = None
-    keep: int = DEFAULT_KEEP
-    keep_recent: int = DEFAULT_KEEP_RECENT
-    escalation_rounds: int = 2
-    max_retries: int = 2
-    max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS
-    preserve_system: bool = True
-    keep_originals: bool = True
-
-    @property
-    def threshold(self) -> int:
-        return self.message_threshold if self.message_threshold is not None else int(self.token_threshold or 0)
-
-    @property
-    def unit(self) -> str:
-        return "messages" if self.message_threshold is not None else "tokens"
 
 
 def resolve_threshold(token_threshold: int | None, message_threshold: int | None, model: str | None,
@@ -196,17 +175,15 @@ def check_conversation_size(dump: dict, policy: Policy, counter: TokenCounter) -
     return dump, status, fields
 
 
-def make_compact_transform(settings: Any, counter: TokenCounter):
-    """An async transform for the pipeline, and the summary backend (None with --check)."""
-    policy = settings.policy or Policy()
-    if settings.check:
+def make_compact_transform(policy: Policy | None, check: bool, config: BackendConfig | None, counter: TokenCounter):
+    """An async transform for the per-record step, and the summary backend (None with --check)."""
+    policy = policy or Policy()
+    if check:
         def check(dump: dict, settings: Any) -> tuple[dict, Status, dict[str, Any]]:
             return check_conversation_size(dump, policy, counter)
 
         return check, None
-    from .summarize import make_backend
-
-    backend = make_backend(settings.backend, counter, policy.max_summary_tokens)
+    backend = make_backend(config, counter.text, policy.max_summary_tokens)
 
     async def transform(dump: dict, settings: Any) -> tuple[dict, Status, dict[str, Any]]:
         return await compact_conversation(dump, policy, backend, counter)
@@ -221,13 +198,12 @@ def compact_dump(dump: dict | list, policy: Policy | None = None, backend: Any =
     status, details with the rounds); the input is not modified."""
     import asyncio
 
-    from ..engine.settings import BackendConfig
     from ..model.conversation import normalize_record
-    from .summarize import make_backend, run_and_close
+    from .summarize import run_and_close
 
     policy = policy or Policy()
     counter = TokenCounter(encoding)
     if backend is None or isinstance(backend, (str, BackendConfig)):
-        backend = make_backend(backend, counter, policy.max_summary_tokens)
+        backend = make_backend(backend, counter.text, policy.max_summary_tokens)
     dump, _ = normalize_record(dump)
     return asyncio.run(run_and_close(compact_conversation(dump, policy, backend, counter), backend))

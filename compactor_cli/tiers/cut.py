@@ -13,14 +13,12 @@ from typing import Any
 from ..errors import BackendError
 from ..formats.rules import adjust_cut, forced_user
 from ..model.conversation import ARCHIVE_KEY, COUNTER_KEY, ORIGINALS_KEY, check_pairing, content_text
+from .options import DEFAULT_KEEP_RECENT
 from .restore import head_tool_counts, read_aliases, summarised_away_ids
 
 __all__ = ["ARCHIVE_KEY", "COUNTER_KEY", "Cut", "NotSmallerError", "build_summarised", "choose_cut_point",
            "compaction_note", "head_tool_counts", "validate_replacement"]
 
-DEFAULT_KEEP_RECENT = 16  # xun's summary_keep_max
-DEFAULT_MAX_SUMMARY_TOKENS = 1024
-MIN_SUMMARY_TOKENS = 64  # what the eight section headings alone need
 
 
 class NotSmallerError(BackendError):

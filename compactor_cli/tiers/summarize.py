@@ -7,20 +7,16 @@ the reason. An error text is never written as a summary."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ..backends import Backend, SummaryRequest
+from ..backends.config import BackendConfig, make_backend
 from ..backends.sections import canonical_summary
-from ..engine.settings import BackendConfig
-from ..errors import BackendError, UsageError
+from ..errors import BackendError
 from ..model.conversation import COUNTER_KEY, content_text
 from ..model.tokens import MemoTokens, TokenCounter
 from ..status import Status
 from .cut import (
-    DEFAULT_KEEP_RECENT,
-    DEFAULT_MAX_SUMMARY_TOKENS,
-    MIN_SUMMARY_TOKENS,
     NotSmallerError,
     build_summarised,
     choose_cut_point,
@@ -28,14 +24,7 @@ from .cut import (
     summary_note,
     validate_replacement,
 )
-
-
-@dataclass
-class SummarizeOptions:
-    keep_recent: int = DEFAULT_KEEP_RECENT
-    max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS
-    preserve_system: bool = True  # the system prompt stays verbatim above the summary
-    keep_originals: bool = True
+from .options import DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS, MIN_SUMMARY_TOKENS, SummarizeOptions
 
 
 def _system_text(messages: list[dict], index: int | None) -> str:
@@ -106,33 +95,10 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
     return new, Status.SUMMARIZED, fields
 
 
-def make_backend(config: Any, counter: TokenCounter, max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS) -> Backend:
-    """The backend a ``BackendConfig`` names (or a name: "auto", "extractive", "openai"). Option
-    problems (an input budget too small for the prompt) raise UsageError here, before any work."""
-    from ..engine.settings import OpenAIConfig, choose_backend_name
-
-    if config is None or isinstance(config, str):
-        name = choose_backend_name(config or "extractive")
-        config = BackendConfig(name, OpenAIConfig() if name == "openai" else None)
-    if config.name == "extractive":
-        from ..backends.extractive import ExtractiveBackend
-
-        return ExtractiveBackend(counter.text)
-    if config.name == "openai":
-        from dataclasses import asdict
-
-        from ..backends.openai_backend import OpenAIBackend, OpenAIOptions
-
-        backend = OpenAIBackend(OpenAIOptions(**asdict(config.openai or OpenAIConfig())), counter.text)
-        backend._chunk_budget(backend._system_prompt(max_summary_tokens, None), max_summary_tokens)
-        return backend
-    raise UsageError(f"unknown backend {config.name!r}; choose extractive or openai")
-
-
-def make_summarize_transform(settings: Any, counter: TokenCounter):
-    """An async transform for the pipeline, and the backend (to close after the run)."""
-    opts = settings.summary or SummarizeOptions()
-    backend = make_backend(settings.backend, counter, opts.max_summary_tokens)
+def make_summarize_transform(opts: SummarizeOptions | None, config: BackendConfig | None, counter: TokenCounter):
+    """An async transform for the per-record step, and the backend (to close after the run)."""
+    opts = opts or SummarizeOptions()
+    backend = make_backend(config, counter.text, opts.max_summary_tokens)
 
     async def transform(dump: dict, settings: Any) -> tuple[dict, Status, dict[str, Any]]:
         return await summarize_conversation(dump, opts, backend, counter)
@@ -163,7 +129,7 @@ def summarize_dump(dump: dict | list, keep_recent: int = DEFAULT_KEEP_RECENT,
 
     counter = TokenCounter(encoding)
     if backend is None or isinstance(backend, (str, BackendConfig)):
-        backend = make_backend(backend, counter, max_summary_tokens)
+        backend = make_backend(backend, counter.text, max_summary_tokens)
     dump, _ = normalize_record(dump)
     opts = SummarizeOptions(keep_recent, max_summary_tokens, preserve_system, keep_originals)
     return asyncio.run(run_and_close(summarize_conversation(dump, opts, backend, counter), backend))

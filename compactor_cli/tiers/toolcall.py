@@ -23,6 +23,7 @@ from ..model.conversation import (
     estimated_message_length,
     placeholder_for,
 )
+from .options import DEFAULT_KEEP
 from .restore import (
     KeyAllocator,
     find_stored,
@@ -53,7 +54,6 @@ __all__ = [
     "tool_result_keys",
 ]
 
-DEFAULT_KEEP = 12  # xun's toolcall_keep_max
 
 
 def tool_result_keys(messages: list[dict], first_occurrence: dict[str, int] | None = None) -> dict[int, str]:

@@ -1,0 +1,41 @@
+"""The tiers' own options and defaults, light enough for ``engine.settings`` to import without
+loading a tier (``toolcall`` never pays for the summariser)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_KEEP = 12  # xun's toolcall_keep_max
+DEFAULT_KEEP_RECENT = 16  # xun's summary_keep_max
+DEFAULT_MAX_SUMMARY_TOKENS = 1024
+MIN_SUMMARY_TOKENS = 64  # what the eight section headings alone need
+DEFAULT_TOKEN_THRESHOLD = 192_000
+
+
+@dataclass
+class SummarizeOptions:
+    keep_recent: int = DEFAULT_KEEP_RECENT
+    max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS
+    preserve_system: bool = True  # the system prompt stays verbatim above the summary
+    keep_originals: bool = True
+
+
+@dataclass
+class Policy:
+    token_threshold: int | None = DEFAULT_TOKEN_THRESHOLD
+    message_threshold: int | None = None
+    keep: int = DEFAULT_KEEP
+    keep_recent: int = DEFAULT_KEEP_RECENT
+    escalation_rounds: int = 2
+    max_retries: int = 2
+    max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS
+    preserve_system: bool = True
+    keep_originals: bool = True
+
+    @property
+    def threshold(self) -> int:
+        return self.message_threshold if self.message_threshold is not None else int(self.token_threshold or 0)
+
+    @property
+    def unit(self) -> str:
+        return "messages" if self.message_threshold is not None else "tokens"
