@@ -7,12 +7,11 @@ The library works on plain dicts and does no I/O::
     new_dump, status, details = compact_dump(dump, Policy(token_threshold=100_000))
 """
 
-__version__ = "0.1.0"
-
 from typing import Any
 
 from .errors import BackendError, InvalidInputError, OutputError, UsageError, XCompactError
 from .status import Status
+from .version import __version__
 
 #: Public names and the module that defines each: imported on first use (PEP 562), so the
 #: command line pays only for what a command needs (``toolcall`` never loads a summariser).

@@ -9,11 +9,11 @@ from typing import Any
 
 import click
 
-from . import __version__
 from . import options as opt
 from .engine.report import EXIT_FAILED, EXIT_OK, EXIT_STDOUT_CLOSED, EXIT_USAGE
 from .errors import InvalidInputError, OutputError, UsageError, XCompactError
 from .options import MAX_INT
+from .version import __version__
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 

@@ -1,16 +1,13 @@
-"""Which summariser a run uses and its options, and the factory that builds it.
+"""Which summariser a run uses, and its options.
 
-At the bottom of the tiers so that the tiers, the engine and a backend all read one definition
-(``OpenAIBackend``'s options extend ``OpenAIConfig``)."""
+Below the tiers so that the tiers, the engine and a backend all read one definition
+(``OpenAIBackend``'s options extend ``OpenAIConfig``); ``factory.make_backend`` builds it."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 from typing import Any
-
-from ..errors import UsageError
-from . import Backend
 
 
 @dataclass(frozen=True)
@@ -43,25 +40,3 @@ def choose_backend_name(requested: str, base_url: str | None = None, environ: An
     if requested != "auto":
         return requested
     return "openai" if base_url or env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL") else "extractive"
-
-
-def make_backend(config: BackendConfig | str | None, text_tokens: Any, max_summary_tokens: int) -> Backend:
-    """The backend a ``BackendConfig`` names (or a name: "auto", "extractive", "openai").
-    ``text_tokens`` counts the tokens of a text. Option problems (an input budget too small for
-    the prompt) raise UsageError here, before any work."""
-    if config is None or isinstance(config, str):
-        name = choose_backend_name(config or "extractive")
-        config = BackendConfig(name, OpenAIConfig() if name == "openai" else None)
-    if config.name == "extractive":
-        from .extractive import ExtractiveBackend
-
-        return ExtractiveBackend(text_tokens)
-    if config.name == "openai":
-        from dataclasses import asdict
-
-        from .openai_backend import OpenAIBackend, OpenAIOptions
-
-        backend = OpenAIBackend(OpenAIOptions(**asdict(config.openai or OpenAIConfig())), text_tokens)
-        backend.check_budget(max_summary_tokens)
-        return backend
-    raise UsageError(f"unknown backend {config.name!r}; choose extractive or openai")

@@ -13,10 +13,10 @@ from typing import Any
 
 import orjson
 
-from .. import __version__
 from ..errors import OutputError
 from ..files.sinks import AtomicFile, StreamFile, lock_output, open_sink, remove_stale_partials
 from ..status import Status
+from ..version import __version__
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # some conversation or file failed (or --check / validate found a problem)

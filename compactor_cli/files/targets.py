@@ -75,7 +75,7 @@ LOG_IN_PLACE = ("--in-place would rewrite {what} as an OpenAI dump, and a log is
 
 
 def _in_place_targets(files: list[InputFile], input_format: str = "auto") -> list[Target]:
-    from ..formats.base import LOG_FORMATS
+    from ..model.format_names import LOG_FORMATS
 
     if input_format in LOG_FORMATS:
         raise UsageError(LOG_IN_PLACE.format(what=f"each --from {input_format} log"))

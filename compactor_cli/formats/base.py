@@ -26,6 +26,7 @@ import orjson
 
 from ..errors import InvalidInputError
 from ..model.conversation import Problem
+from ..model.format_names import FILE_LEVEL, FORMATS, LOG_FORMATS, REQUEST_FORMATS  # noqa: F401  (read from here too)
 
 #: Message key holding the native form of an internal message (a JSON string).
 MSG_KEY = "xcompact_native"
@@ -36,11 +37,6 @@ SOURCE_KEY = "source"
 #: Keys xcompact owns in any dump (bookkeeping): they stay at the top level of a native record.
 OWNED_KEYS = ("tokens_used", "compacted_tool_results", "summarized_messages", "compaction_counter", "xcompact")
 
-REQUEST_FORMATS = ("openai", "anthropic", "responses")
-LOG_FORMATS = ("claude-code", "codex", "swe-agent", "mini-swe-agent", "sharegpt")
-FORMATS = REQUEST_FORMATS + LOG_FORMATS
-#: Formats whose one conversation is a whole file of JSON lines (read with read_file).
-FILE_LEVEL = ("claude-code", "codex")
 
 
 def jdump(obj: Any) -> str:

@@ -110,10 +110,10 @@ def convert(inputs: tuple[str, ...], from_format: str, to_format: str, output: s
     Example:
       xcompact convert session.jsonl --from claude-code --to anthropic -o session.anthropic.jsonl
     """
-    from .. import __version__
     from ..errors import InvalidInputError, OutputError, UsageError
     from ..files.sinks import StdoutClosed, open_sink, write_bytes_atomic
     from ..files.targets import plan_run
+    from ..version import __version__
     from . import iter_records
 
     try:

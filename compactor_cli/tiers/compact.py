@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..backends import Backend
-from ..backends.config import BackendConfig, make_backend
+from ..backends.config import BackendConfig
+from ..backends.factory import make_backend
 from ..errors import UsageError
 from ..model.conversation import COUNTER_KEY, REPLACED_KEYS, estimated_message_length
 from ..model.tokens import MemoTokens, TokenCounter

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..backends import Backend, SummaryRequest
-from ..backends.config import BackendConfig, make_backend
+from ..backends.config import BackendConfig
+from ..backends.factory import make_backend
 from ..backends.sections import canonical_summary
 from ..errors import BackendError
 from ..model.conversation import COUNTER_KEY, content_text
