@@ -9,13 +9,25 @@ from typing import Any
 
 import click
 
-from . import options as opt
+from .engine import params as opt
+from .engine.params import MAX_INT, options_of
 from .engine.report import EXIT_FAILED, EXIT_OK, EXIT_STDOUT_CLOSED, EXIT_USAGE
 from .errors import InvalidInputError, OutputError, UsageError, XCompactError
-from .options import MAX_INT
 from .version import __version__
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def _config_callback(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    from .config import load_config_callback
+
+    return load_config_callback(ctx, param, value)
+
+
+#: --config: the command line's alone (the batch function reads no file); the commands' option
+#: lists (engine/params.py) leave a slot for it.
+config_option = click.option("--config", metavar="FILE", is_eager=True, expose_value=False, callback=_config_callback,
+                             help="TOML file of option defaults ([tool.xcompact] tables) [default: ./pyproject.toml].")
 
 
 def _emit(line: str) -> None:
@@ -131,7 +143,8 @@ def _explicit(name: str) -> bool:
 def _configured(command: str, kw: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """(batch.Configured, the run's io options). Record options become Settings through the
     same function the library uses (batch.build), so they are defined once."""
-    from .batch import RUN_OPTIONS, build
+    from .engine.configure import build
+    from .engine.params import RUN_OPTIONS
 
     io = {k: v for k, v in kw.items() if k in RUN_OPTIONS}
     values = {k: v for k, v in kw.items() if k not in RUN_OPTIONS}
@@ -164,11 +177,7 @@ def cli() -> None:
 
 
 @cli.command()
-@opt.io_options
-@opt.api_ready
-@opt.keep
-@opt.originals
-@opt.token_options
+@options_of("toolcall", config_option)
 def toolcall(**kw: Any) -> None:
     """Tier 1: replace old tool results by a placeholder naming their tool-call ID.
 
@@ -183,12 +192,7 @@ def toolcall(**kw: Any) -> None:
 
 
 @cli.command()
-@opt.io_options
-@opt.api_ready
-@opt.cut_options
-@opt.backend_options("--model")
-@opt.originals
-@opt.encoding
+@options_of("summarize", config_option)
 def summarize(**kw: Any) -> None:
     """Tier 2: replace older messages by one structured summary; keep recent ones verbatim.
 
@@ -204,28 +208,7 @@ def summarize(**kw: Any) -> None:
 
 
 @cli.command()
-@opt.io_options
-@opt.api_ready
-@click.option("--token-threshold", type=click.IntRange(min=1, max=MAX_INT), default=None,
-              help="Compact conversations over this many tokens [default: 192000, or 70% of --model's window].")
-@click.option("--message-threshold", type=click.IntRange(min=1, max=MAX_INT), default=None,
-              help="Compact conversations over this many messages (excludes --token-threshold).")
-@click.option("--model", "conversation_model", default=None,
-              help="The conversation's model: with no threshold, trigger at 70% of its context window.")
-@click.option("--context-window", type=click.IntRange(min=1, max=MAX_INT), default=None,
-              help="Context window for --model when the built-in table does not know it.")
-@opt.keep
-@opt.cut_options
-@click.option("--escalation-rounds", type=click.IntRange(min=1, max=MAX_INT), default=2, show_default=True,
-              help="Consecutive tool-call rounds (counted in the dump) after which a summary is forced.")
-@click.option("--max-retries", type=click.IntRange(min=0, max=MAX_INT), default=2, show_default=True,
-              help="Extra rounds when still over after a summary; each halves --keep and --keep-recent.")
-@click.option("--check", is_flag=True, help="Write nothing; exit 1 when any conversation is over its threshold.")
-@click.option("--dry-run", is_flag=True,
-              help="Run the policy in memory and report what would happen; write nothing, call no model.")
-@opt.backend_options("--summary-model")
-@opt.originals
-@opt.encoding
+@options_of("compact", config_option)
 def compact(**kw: Any) -> None:
     """The tiered policy: reclaim tool results first, summarise only when still over.
 
@@ -238,21 +221,17 @@ def compact(**kw: Any) -> None:
     Example:
       xcompact compact fixtures/taubench_airline_5.jsonl --token-threshold 3000 --backend extractive -o compacted.jsonl
     """
-    if kw["check"] and kw["dry_run"]:
-        raise click.UsageError("--check and --dry-run cannot be used together: --check only measures, "
-                               "--dry-run runs the policy without writing")
+    configured, io = _configured("compact", kw)  # refuses --check with --dry-run first
     if kw["check"] or kw["dry_run"]:
         if kw.get("in_place") or kw.get("output"):
             raise click.UsageError("--check and --dry-run write nothing: drop -o/--in-place")
         if kw.get("resume"):
             raise click.UsageError("--check and --dry-run write nothing to resume: drop --resume")
-    _command("compact", kw)
+    _run(configured.settings, io, configured.parameters)
 
 
 @cli.command()
-@opt.io_options
-@opt.sidecar
-@opt.token_options
+@options_of("restore", config_option)
 def restore(**kw: Any) -> None:
     """Give back the conversations as they were before compaction.
 
@@ -266,15 +245,7 @@ def restore(**kw: Any) -> None:
 
 
 @cli.command()
-@opt.inputs
-@opt.from_format
-@opt.cc_history
-@opt.report
-@opt.quiet
-@opt.strict
-@opt.engine
-@opt.address
-@opt.config
+@options_of("validate", config_option)
 def validate(**kw: Any) -> None:
     """Check conversations against the schema and the tool-pairing rules; write nothing.
 

@@ -29,18 +29,10 @@ ROOT = Path(compactor_cli.__file__).resolve().parent
 KNOWN: dict[tuple[str, str], str] = {
     ("compactor_cli.formats.convert_cmd", "compactor_cli.engine.step"):
         "convert_cmd.py:72 unexpected_error: convert_cmd is a command; it belongs in engine/ (issue 15)",
-    ("compactor_cli.batch", "compactor_cli.cli"):
-        "batch.py:58 the click command behind settings_for: options move out of click (issue 15)",
-    ("compactor_cli.batch", "compactor_cli.options"):
-        "batch.py:119 OPENAI_ONLY from the click options module: as above (issue 15)",
 }
 _P = "compactor_cli."
 #: Cycles of today, each as the set of its modules.
 KNOWN_CYCLES: set[frozenset[str]] = {frozenset(_P + m for m in c) for c in (
-    # batch -> cli (KNOWN above) while cli imports the façades
-    ("batch", "cli"),
-    ("batch", "cli", "ray"),
-    ("batch", "cli", "ray", "parquet"),
 )}
 
 #: Rank of each folder (first name under the package). Same rank, different folder: siblings.

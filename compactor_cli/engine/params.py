@@ -1,4 +1,9 @@
-"""Click options shared by the commands, defined once (as pip-tools does)."""
+"""Every command's options, declared once as click parameters (as pip-tools' scripts/options.py).
+
+The command line decorates its commands from ``options_of``; the batch function builds a
+throw-away ``click.Command`` from the same list (``click_command``) to fill in defaults and check
+values with the CLI's own messages. The ``--config`` file option belongs to the command line
+alone: it is a slot here (``CONFIG``) that the CLI fills."""
 
 from __future__ import annotations
 
@@ -7,11 +12,17 @@ from typing import Any
 
 import click
 
-from .formats.base import FORMATS
-from .model.tokens import DEFAULT_ENCODING
-from .tiers.options import DEFAULT_KEEP
+from ..errors import UsageError
+from ..model.format_names import FORMATS
+from ..model.tokens import DEFAULT_ENCODING
+from ..tiers.options import DEFAULT_KEEP, DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS
 
 F = Callable[..., Any]
+#: Commands that run records through the per-record step (``extract`` prints one result instead).
+COMMANDS = ("toolcall", "summarize", "compact", "restore", "validate")
+#: Options that are about files and the run, not about a record (the batch function has none).
+RUN_OPTIONS = frozenset({"inputs", "output", "in_place", "report_path", "quiet", "jobs", "resume", "engine",
+                         "address", "api_ready", "sidecar"})
 #: Counts beyond 64 bits are refused at the edge (a report, a journal and the tiers store them as such).
 MAX_INT = 2**63 - 1
 
@@ -61,14 +72,6 @@ keep = click.option("--keep", type=click.IntRange(min=0, max=MAX_INT), default=D
                     help="How many of the most recent tool results to leave untouched (toolcall_keep_max).")
 
 
-def _config_callback(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    from .config import load_config_callback
-
-    return load_config_callback(ctx, param, value)
-
-
-config = click.option("--config", metavar="FILE", is_eager=True, expose_value=False, callback=_config_callback,
-                      help="TOML file of option defaults ([tool.xcompact] tables) [default: ./pyproject.toml].")
 jobs = click.option("-j", "--jobs", type=click.IntRange(min=0, max=MAX_INT), default=0, show_default=True,
                     help="Worker processes for the CPU-bound work; 0 = all cores (one for --no-tokens toolcall/restore "
                          "under 256 MiB). Output is the same for any -j.")
@@ -100,36 +103,46 @@ address = click.option("--address", metavar="ADDR", default=None,
                             "RAY_ADDRESS, else a local cluster started for this run].")
 
 
-def io_options(f: F) -> F:
-    """Inputs, where outputs go, the report, scale: every command that writes conversations."""
-    for opt in reversed([inputs, from_format, cc_history, output, in_place, report, quiet, strict, jobs, resume, engine,
-                         address, config]):
-        f = opt(f)
-    return f
+#: Where the command line puts its --config option (a TOML file of defaults; cli/config_file.py).
+CONFIG = "--config"
+Decorator = Callable[[F], F]
+Slot = Decorator | str
 
-
-def token_options(f: F) -> F:
-    for opt in reversed([encoding, no_tokens]):
-        f = opt(f)
-    return f
-
-
-def cut_options(f: F) -> F:
-    """Tier 2: where the cut goes and how big the summary may be."""
-    from .tiers.options import DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS
-
-    opts = [
-        click.option("--keep-recent", type=click.IntRange(min=0, max=MAX_INT), default=DEFAULT_KEEP_RECENT, show_default=True,
-                     help="Messages kept verbatim at the end (summary_keep_max); the system message is not counted."),
-        click.option("--max-summary-tokens", type=click.IntRange(min=64, max=MAX_INT), default=DEFAULT_MAX_SUMMARY_TOKENS,
-                     show_default=True, help="Token budget of the summary (all eight sections)."),
-        click.option("--preserve-system/--replace-system", default=True, show_default=True,
-                     help="Keep the system prompt verbatim above the summary (Claude Code, Codex and OpenHands "
-                          "keep it), or replace it by the summary as xun does."),
-    ]
-    for opt in reversed(opts):
-        f = opt(f)
-    return f
+#: Inputs, where outputs go, the report, scale: every command that writes conversations.
+IO_OPTIONS: list[Slot] = [inputs, from_format, cc_history, output, in_place, report, quiet, strict, jobs, resume,
+                          engine, address, CONFIG]
+TOKEN_OPTIONS: list[Slot] = [encoding, no_tokens]
+#: Tier 2: where the cut goes and how big the summary may be.
+CUT_OPTIONS: list[Slot] = [
+    click.option("--keep-recent", type=click.IntRange(min=0, max=MAX_INT), default=DEFAULT_KEEP_RECENT,
+                 show_default=True,
+                 help="Messages kept verbatim at the end (summary_keep_max); the system message is not counted."),
+    click.option("--max-summary-tokens", type=click.IntRange(min=64, max=MAX_INT), default=DEFAULT_MAX_SUMMARY_TOKENS,
+                 show_default=True, help="Token budget of the summary (all eight sections)."),
+    click.option("--preserve-system/--replace-system", default=True, show_default=True,
+                 help="Keep the system prompt verbatim above the summary (Claude Code, Codex and OpenHands "
+                      "keep it), or replace it by the summary as xun does."),
+]
+#: compact's own: the trigger, the conversation's model, escalation and retries, --check / --dry-run.
+THRESHOLD_OPTIONS: list[Slot] = [
+    click.option("--token-threshold", type=click.IntRange(min=1, max=MAX_INT), default=None,
+                 help="Compact conversations over this many tokens [default: 192000, or 70% of --model's window]."),
+    click.option("--message-threshold", type=click.IntRange(min=1, max=MAX_INT), default=None,
+                 help="Compact conversations over this many messages (excludes --token-threshold)."),
+    click.option("--model", "conversation_model", default=None,
+                 help="The conversation's model: with no threshold, trigger at 70% of its context window."),
+    click.option("--context-window", type=click.IntRange(min=1, max=MAX_INT), default=None,
+                 help="Context window for --model when the built-in table does not know it."),
+]
+ROUND_OPTIONS: list[Slot] = [
+    click.option("--escalation-rounds", type=click.IntRange(min=1, max=MAX_INT), default=2, show_default=True,
+                 help="Consecutive tool-call rounds (counted in the dump) after which a summary is forced."),
+    click.option("--max-retries", type=click.IntRange(min=0, max=MAX_INT), default=2, show_default=True,
+                 help="Extra rounds when still over after a summary; each halves --keep and --keep-recent."),
+    click.option("--check", is_flag=True, help="Write nothing; exit 1 when any conversation is over its threshold."),
+    click.option("--dry-run", is_flag=True,
+                 help="Run the policy in memory and report what would happen; write nothing, call no model."),
+]
 
 
 def _backend_opts(model_flag: str) -> list[Callable[[F], F]]:
@@ -170,27 +183,56 @@ def _backend_opts(model_flag: str) -> list[Callable[[F], F]]:
     ]
 
 
-def _param_names(decorators: list[Callable[[F], F]]) -> tuple[str, ...]:
-    """The parameter names a list of click decorators defines (so no list is kept by hand)."""
-    def probe() -> None: ...
-
-    for d in decorators:
-        d(probe)
-    return tuple(p.name for p in probe.__click_params__)  # type: ignore[attr-defined]
-
-
-#: The keyword arguments backend_options adds to a command; all but "backend" are openai-only.
-BACKEND_KEYS = _param_names(_backend_opts("--model"))
-OPENAI_ONLY = tuple(k for k in BACKEND_KEYS if k != "backend")
-
-
-def backend_options(model_flag: str = "--model"):
-    """The summariser backend. ``compact`` names its model option --summary-model, since its
-    --model is the conversation's model (for the threshold), as nagents separates the two."""
-
+def _apply(slots: list[Slot], config: Decorator | None) -> Decorator:
     def decorate(f: F) -> F:
-        for opt in reversed(_backend_opts(model_flag)):
-            f = opt(f)
+        for slot in reversed(slots):
+            if isinstance(slot, str):  # the CLI's --config (skipped by the batch function)
+                if config is not None:
+                    f = config(f)
+            else:
+                f = slot(f)
         return f
 
     return decorate
+
+
+def _params(slots: list[Slot]) -> list[click.Parameter]:
+    """The click parameters a list of decorators defines, in the order a command lists them."""
+    def probe() -> None: ...
+
+    _apply(slots, None)(probe)
+    return list(reversed(probe.__click_params__))  # type: ignore[attr-defined]
+
+
+#: The keyword arguments the backend options add to a command; all but "backend" are openai-only.
+BACKEND_KEYS = tuple(p.name for p in _params(_backend_opts("--model")) if p.name)
+OPENAI_ONLY = tuple(k for k in BACKEND_KEYS if k != "backend")
+
+
+def _command_slots(command: str) -> list[Slot]:
+    """Each record command's options, in --help order. ``compact`` names its summariser's model
+    --summary-model, since its --model is the conversation's model (for the threshold)."""
+    if command == "toolcall":
+        return IO_OPTIONS + [api_ready, keep, originals] + TOKEN_OPTIONS
+    if command == "summarize":
+        return IO_OPTIONS + [api_ready] + CUT_OPTIONS + _backend_opts("--model") + [originals, encoding]
+    if command == "compact":
+        return (IO_OPTIONS + [api_ready] + THRESHOLD_OPTIONS + [keep] + CUT_OPTIONS + ROUND_OPTIONS
+                + _backend_opts("--summary-model") + [originals, encoding])
+    if command == "restore":
+        return IO_OPTIONS + [sidecar] + TOKEN_OPTIONS
+    if command == "validate":
+        return [inputs, from_format, cc_history, report, quiet, strict, engine, address, CONFIG]
+    raise UsageError(f"unknown command {command!r}; expected one of {', '.join(COMMANDS)}")
+
+
+def options_of(command: str, config: Decorator | None = None) -> Decorator:
+    """A decorator adding ``command``'s options to a click command function (``config``: the
+    command line's --config option, put in its slot)."""
+    return _apply(_command_slots(command), config)
+
+
+def click_command(command: str) -> click.Command:
+    """A click command with ``command``'s options (no --config, no callback): for filling in
+    defaults and checking values exactly as the command line does."""
+    return click.Command(command, params=_params(_command_slots(command)))

@@ -1,0 +1,199 @@
+"""A command's option values as the run needs them: ``Settings`` for every record, the report's
+``parameters``, and the warnings the command line prints. One compiler for the CLI and the
+batch function, over the one declaration of the options (``params``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ..backends.config import BackendConfig, OpenAIConfig, choose_backend_name
+from ..errors import UsageError
+from .params import COMMANDS, OPENAI_ONLY, RUN_OPTIONS, click_command
+from .settings import Settings
+
+
+@dataclass(frozen=True)
+class Configured:
+    """A command's options as the per-record step needs them, and as the report records them."""
+
+    command: str
+    settings: Settings
+    parameters: dict[str, Any]  # the report's "parameters"
+    warnings: tuple[str, ...] = ()  # e.g. openai options ignored because no server was named
+
+
+def _flag_names(command: str) -> dict[str, Any]:
+    """{option name as a Python identifier (the long flag without dashes): click parameter}."""
+    import click
+
+    names: dict[str, Any] = {}
+    for param in click_command(command).params:
+        if not isinstance(param, click.Option) or param.name in RUN_OPTIONS or param.name is None \
+                or not param.expose_value:
+            continue
+        longs = [o for o in param.opts if o.startswith("--")]
+        names[(max(longs, key=len) if longs else param.opts[0]).lstrip("-").replace("-", "_")] = param
+    return names
+
+
+def option_defaults(command: str) -> dict[str, Any]:
+    """The command's record options and their defaults, as ``settings_for`` takes them."""
+    import click
+
+    ctx = click.Context(click_command(command))
+    return {name: param.process_value(ctx, param.get_default(ctx)) for name, param in _flag_names(command).items()}
+
+
+def configure(command: str, **options: Any) -> Configured:
+    """``settings_for`` with the report's parameters and the warnings the CLI would print."""
+    import click
+
+    params = _flag_names(command)
+    unknown = sorted(set(options) - set(params))
+    if unknown:
+        raise UsageError(f"{command} has no option {', '.join(unknown)}; its options are {', '.join(sorted(params))}")
+    ctx = click.Context(click_command(command))
+    values: dict[str, Any] = {}
+    for name, param in params.items():
+        try:
+            values[param.name] = param.process_value(ctx, options[name] if name in options else param.get_default(ctx))
+        except click.BadParameter as exc:
+            raise UsageError(exc.format_message()) from None
+    return build(command, values, explicit={params[n].name for n in options})
+
+
+def settings_for(command: str, **options: Any) -> Settings:
+    """The ``Settings`` the CLI builds for ``xcompact COMMAND`` with these options (long flag names,
+    dashes as underscores; omitted ones take the CLI's defaults). Raises ``UsageError`` for a value
+    or combination the CLI refuses."""
+    return configure(command, **options).settings
+
+
+def _backend(values: dict[str, Any], explicit: set[str], dry_run: bool = False) -> tuple[Any, dict[str, Any], list[str]]:
+    """The summariser backend as a typed object, the parameters the report records, warnings.
+    openai-only options given to the extractive backend are a usage error (``--backend
+    extractive``) or a warning (``auto`` found no server)."""
+    from ..model.paths import default_cache_dir
+    from ..model.secrets import redact_url
+
+    v = values
+    warnings: list[str] = []
+    chosen = "extractive" if dry_run else choose_backend_name(v["backend"], v["base_url"])
+    if chosen == "extractive" and not dry_run:
+        given = [n for n in OPENAI_ONLY if n in explicit]
+        if given:
+            flags = ", ".join("--" + n.replace("_", "-") for n in given)
+            if v["backend"] == "extractive":
+                verb = "apply" if len(given) > 1 else "applies"
+                raise UsageError(f"{flags} {verb} only to the openai backend; drop it or use --backend openai")
+            warnings.append(f"{flags} ignored: no OPENAI_API_KEY, OPENAI_BASE_URL or --base-url, so the "
+                            "offline extractive summariser is used")
+    params: dict[str, Any] = {"backend": chosen}
+    if chosen != "openai":
+        return BackendConfig("extractive"), params, warnings
+    instructions = None
+    prompt_file = v["prompt_file"]
+    if prompt_file:
+        try:
+            with open(prompt_file, encoding="utf-8") as fh:
+                instructions = fh.read().strip() or None
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"--prompt-file {prompt_file} is not UTF-8 text (byte {exc.start}); "
+                             "save it as UTF-8") from None
+        except OSError as exc:
+            raise UsageError(f"cannot read --prompt-file {prompt_file}: {exc.strerror}") from None
+    config = OpenAIConfig(model=v["summary_model"], base_url=v["base_url"], temperature=v["temperature"],
+                          timeout=v["timeout"], retries=v["retries"], concurrency=v["concurrency"],
+                          instructions=instructions, summary_input_tokens=v["summary_input_tokens"],
+                          structured=v["structured"], seed=v["seed"],
+                          cache_dir=None if v["no_cache"] else (v["cache_dir"] or default_cache_dir()))
+    params.update(summary_model=v["summary_model"], base_url=redact_url(v["base_url"]), temperature=v["temperature"],
+                  timeout=v["timeout"], retries=v["retries"], concurrency=v["concurrency"], prompt_file=prompt_file,
+                  summary_input_tokens=v["summary_input_tokens"], structured=v["structured"], seed=v["seed"],
+                  cache=not v["no_cache"])
+    return BackendConfig("openai", config), params, warnings
+
+
+def build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) -> Configured:
+    """Settings and report parameters from click's parameter values (what the CLI passes: every
+    option of the command, by its click parameter name, already converted). ``explicit``: the
+    parameters the user gave (openai-only options given to the extractive backend are refused)."""
+    from dataclasses import replace
+
+    configured = _build(command, values, explicit)
+    history = values.get("claude_code_history") or "since-compaction"
+    if history != "since-compaction":  # recorded only when not the default (journal keys, reports unchanged)
+        configured = Configured(command, replace(configured.settings, claude_code_history=history),
+                                {**configured.parameters, "claude_code_history": history}, configured.warnings)
+    fmt = values.get("input_format") or "auto"
+    if fmt == "auto":
+        return configured
+
+    return Configured(command, replace(configured.settings, input_format=fmt),
+                      {**configured.parameters, "from": fmt}, configured.warnings)
+
+
+def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) -> Configured:
+    v = values
+    explicit = set(explicit)
+    strict = v.get("strict", False)
+    if command == "toolcall":
+        tokens = not v["no_tokens"]
+        settings = Settings("toolcall", keep=v["keep"], keep_originals=v["originals"] == "keep", strict=strict,
+                            count_tokens=tokens, encoding=v["encoding"])
+        return Configured(command, settings, dict(keep=v["keep"], originals=v["originals"], strict=strict,
+                                                  encoding=v["encoding"], tokens=tokens))
+    if command == "restore":
+        tokens = not v["no_tokens"]
+        return Configured(command, Settings("restore", strict=strict, count_tokens=tokens, encoding=v["encoding"]),
+                          dict(strict=strict, encoding=v["encoding"], tokens=tokens))
+    if command == "validate":
+        return Configured(command, Settings("validate", strict=strict, count_tokens=False, write_output=False),
+                          dict(strict=strict))
+    if command == "summarize":
+        from ..tiers.options import SummarizeOptions
+
+        backend, params, warnings = _backend(v, explicit)
+        keep_originals = v["originals"] == "keep"
+        summary = SummarizeOptions(keep_recent=v["keep_recent"], max_summary_tokens=v["max_summary_tokens"],
+                                   preserve_system=v["preserve_system"], keep_originals=keep_originals)
+        params.update(keep_recent=v["keep_recent"], max_summary_tokens=v["max_summary_tokens"],
+                      preserve_system=v["preserve_system"], originals=v["originals"], strict=strict,
+                      encoding=v["encoding"])
+        return Configured(command, Settings("summarize", keep_originals=keep_originals, strict=strict,
+                                            encoding=v["encoding"], summary=summary, backend=backend),
+                          params, tuple(warnings))
+    if command == "compact":
+        from ..tiers.compact import resolve_threshold
+        from ..tiers.options import Policy
+
+        v = dict(v)
+        if v.get("summary_model") is None:  # as nagents: the conversation's own model unless told
+            v["summary_model"] = v["conversation_model"]
+        check, dry_run = v["check"], v["dry_run"]
+        if check and dry_run:
+            raise UsageError("--check and --dry-run cannot be used together: --check only measures, "
+                             "--dry-run runs the policy without writing")
+        token_threshold, message_threshold, source = resolve_threshold(
+            v["token_threshold"], v["message_threshold"], v["conversation_model"], v["context_window"])
+        backend, params, warnings = (None, {}, []) if check else _backend(v, explicit, dry_run=dry_run)
+        keep_originals = v["originals"] == "keep"
+        policy = Policy(token_threshold=token_threshold, message_threshold=message_threshold, keep=v["keep"],
+                        keep_recent=v["keep_recent"], escalation_rounds=v["escalation_rounds"],
+                        max_retries=v["max_retries"], max_summary_tokens=v["max_summary_tokens"],
+                        preserve_system=v["preserve_system"], keep_originals=keep_originals)
+        params.update(token_threshold=token_threshold, message_threshold=message_threshold, keep=v["keep"],
+                      keep_recent=v["keep_recent"], escalation_rounds=v["escalation_rounds"],
+                      max_retries=v["max_retries"], max_summary_tokens=v["max_summary_tokens"],
+                      preserve_system=v["preserve_system"], keep_originals=keep_originals, threshold_source=source,
+                      model=v["conversation_model"], context_window=v["context_window"], check=check,
+                      dry_run=dry_run, originals=v["originals"], strict=strict, encoding=v["encoding"])
+        settings = Settings("compact", keep=v["keep"], keep_originals=keep_originals, strict=strict,
+                            encoding=v["encoding"], write_output=not (check or dry_run), policy=policy, check=check,
+                            backend=backend)
+        return Configured(command, settings, params, tuple(warnings))
+    raise UsageError(f"unknown command {command!r}; expected one of {', '.join(COMMANDS)}")
+
+
