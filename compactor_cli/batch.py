@@ -61,12 +61,9 @@ class Processor:
 
     def notes(self) -> list[str]:
         """What the CLI adds to the report's notes for this run (and prints as a warning)."""
-        notes = []
-        if self.counter is not None and not self.counter.exact:
-            notes.append(f"token counts approximate: {self.settings.encoding} unavailable, cl100k_base used")
-        if self.backend is not None:
-            notes.append(f"backend: {self.backend.name}" + (f", model {self.backend.model}" if self.backend.model else ""))
-        return notes
+        from .engine.run import run_notes
+
+        return run_notes(self.settings.encoding, self.counter, self.backend)
 
     def outcomes(self, records: Sequence[Record]) -> list[Outcome]:
         """One Outcome per record, in order (the same bytes as the CLI for any batching)."""

@@ -49,6 +49,7 @@ from ray.data.block import BlockMetadata
 from ray.data.datasource import Datasource, ReadTask
 
 from .batch import COMMANDS, configure, output_of, processor_for
+from .engine.run import Console, start_report
 from .engine.settings import Settings
 from .errors import UsageError
 from .files.records import Record
@@ -521,42 +522,6 @@ class RunResult:
         return self.report.exit_code
 
 
-class _Lines:
-    """stderr lines as the CLI prints them: errors always, warnings unless quiet, 20 of each."""
-
-    def __init__(self, emit: Callable[[str], None], quiet: bool) -> None:
-        from .engine.local import MAX_ERROR_LINES, MAX_WARNING_LINES
-
-        self.emit, self.quiet, self.max_e, self.max_w = emit, quiet, MAX_ERROR_LINES, MAX_WARNING_LINES
-        self.errored = self.warned = 0
-
-    def error(self, where: str, message: str) -> None:
-        self.errored += 1
-        if self.errored <= self.max_e:
-            self.emit(f"error: {where}: {message}")
-        elif self.errored == self.max_e + 1:
-            self.emit("error: more records failed; the summary counts them, --report lists them")
-
-    def item(self, item: dict[str, Any]) -> None:
-        where = f"{item['source']}:{item['line']}" if item.get("line") is not None else item["source"]
-        if item.get("error") is not None and _failed(item["status"]):
-            self.error(where, item["error"])
-        elif item.get("warnings") and not self.quiet:
-            self.warned += 1
-            if self.warned <= self.max_w:
-                n = item.get("warning_count", len(item["warnings"]))
-                more = f" (+{n - 1} more)" if n > 1 else ""
-                self.emit(f"warning: {where}: {item['warnings'][0]}{more}")
-            elif self.warned == self.max_w + 1:
-                self.emit("warning: more conversations have warnings; the summary counts them, --report lists them")
-
-
-def _failed(status: str) -> bool:
-    from .status import Status
-
-    return Status(status).failed
-
-
 @dataclass
 class _Cluster:
     """A Ray connection this run opened (and so closes)."""
@@ -636,13 +601,9 @@ def run(settings: Settings | str, inputs: list[str] | str, output: str | None = 
         report.abort()
         raise
     result = RunResult(report)
-    lines = _Lines(emit, quiet)
+    lines = Console(emit, quiet)
     try:
-        for note in proc.notes():
-            if note.startswith("token counts approximate"):
-                emit(f"warning: the {settings.encoding} vocabulary is not available offline; token counts use the "
-                     "bundled cl100k_base and are approximate (put the file in TIKTOKEN_CACHE_DIR for exact counts)")
-            report.note(note)
+        start_report(report, settings.encoding, proc.counter, proc.backend, emit)
         ctx = ray.data.DataContext.get_current()
         ctx.execution_options.preserve_order = True
         ctx.enable_progress_bars = not quiet and sys.stderr.isatty()

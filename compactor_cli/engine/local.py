@@ -39,14 +39,11 @@ from .executors import (
     serial_outcomes,
 )
 from .guards import abort_quietly, plan_sidecars, refuse_log_in_place
+from .run import Console, Emit, start_report
 from .report import EXIT_INTERRUPTED, EXIT_OK, EXIT_STDOUT_CLOSED, Report, ReportError
 from .settings import RunIO, Settings
 from .step import Outcome
 
-Emit = Callable[[str], None]
-#: Warning and error lines printed per run; the rest are counted in the summary and listed in --report.
-MAX_WARNING_LINES = 20
-MAX_ERROR_LINES = 20
 #: Inputs smaller than this in total are processed in this process: a pool costs more.
 PARALLEL_MIN_BYTES = int(os.environ.get("XCOMPACT_TEST_PARALLEL_MIN_BYTES") or 4 * 2**20)
 #: --no-tokens toolcall/restore cost little CPU per record: below this much input a worker
@@ -166,13 +163,7 @@ def _run_journaled(settings: Settings, io: RunIO, plan: Any, counter: Any, trans
     resumed = journal is not None and journal.resumed
     report = Report(command=settings.command, parameters=io.parameters, report_path=io.report_path,
                     resume_state=journal.state.get("report") if resumed and journal else None)
-    if counter is not None and not counter.exact:
-        message = (f"the {settings.encoding} vocabulary is not available offline; token counts use the bundled "
-                   "cl100k_base and are approximate (put the file in TIKTOKEN_CACHE_DIR for exact counts)")
-        emit(f"warning: {message}")
-        report.note(f"token counts approximate: {settings.encoding} unavailable, cl100k_base used")
-    if backend is not None:
-        report.note(f"backend: {backend.name}" + (f", model {backend.model}" if backend.model else ""))
+    start_report(report, settings.encoding, counter, backend, emit)
     outcomes, closer = _outcomes(settings, io, plan.targets, transform, backend, counter)
 
     def _terminate(signum: int, frame: Any) -> None:
@@ -251,9 +242,8 @@ class _Batch:
 
     def __init__(self, settings: Settings, report: Report, emit: Emit, quiet: bool,
                  progress: Callable[[int, str], Progress] | None, outcomes: Outcomes, journal: Journal | None) -> None:
-        self.settings, self.report, self.emit, self.quiet = settings, report, emit, quiet
+        self.settings, self.report, self.emit, self.console = settings, report, emit, Console(emit, quiet)
         self.progress, self.outcomes, self.journal = progress, outcomes, journal
-        self.warned = self.errored = 0
         self.committed: set[int] = journal.done if journal else set()
         self.side: dict[str, Any] = {}  # --api-ready: {"path"}; --sidecar: {"reader"}
 
@@ -264,30 +254,14 @@ class _Batch:
 
     # ---------------------------------------------------------------- messages
 
-    def _error_line(self, where: str, message: str) -> None:
-        self.errored += 1
-        if self.errored <= MAX_ERROR_LINES:
-            self.emit(f"error: {where}: {message}")
-        elif self.errored == MAX_ERROR_LINES + 1:
-            self.emit("error: more records failed; the summary counts them, --report lists them")
-
-    def _warn(self, rec: Record, outcome: Outcome) -> None:
-        self._warn_at(rec.where, outcome)
-
-    def _warn_at(self, where: str, outcome: Outcome) -> None:
-        if outcome.error:
-            self._error_line(where, outcome.error)
-        elif outcome.warnings and not self.quiet:
-            self.warned += 1
-            if self.warned <= MAX_WARNING_LINES:
-                more = f" (+{len(outcome.warnings) - 1} more)" if len(outcome.warnings) > 1 else ""
-                self.emit(f"warning: {where}: {outcome.warnings[0]}{more}")
-            elif self.warned == MAX_WARNING_LINES + 1:
-                self.emit("warning: more conversations have warnings; the summary counts them, --report lists them")
+    def _take(self, outcome: Outcome, where: str) -> None:
+        """One record's outcome into the report and onto stderr."""
+        self.report.add(outcome.item)
+        self.console.item(outcome.item, where)
 
     def _file_error(self, display: str, message: str) -> None:
         self.report.add_file_error(display, message)
-        self._error_line(display, message)
+        self.console.error(display, message)
 
     # ---------------------------------------------------------------- checkpoints
 
@@ -406,8 +380,7 @@ class _Batch:
                         if in_place:
                             refuse_log_in_place(outcome)
                         outcome.item["line"] = base + rel
-                        self.report.add(outcome.item)
-                        self._warn_at(f"{display}:{base + rel}", outcome)
+                        self._take(outcome, f"{display}:{base + rel}")
                         seen = True
                     if sink is not None:
                         sink.write(chunk.out)
@@ -426,8 +399,7 @@ class _Batch:
                 for rec, outcome in self.outcomes(records):
                     if in_place and sink is not None:
                         refuse_log_in_place(outcome)
-                    self.report.add(outcome.item)
-                    self._warn(rec, outcome)
+                    self._take(outcome, rec.where)
                     if bar is not None:
                         bar.update(len(rec.raw))
                     if sink is not None and outcome.out is not None:

@@ -1,0 +1,72 @@
+"""What every driver of records shares (the local runner, the Ray driver, the batch function):
+the run's notes and the stderr lines, capped, said the same way whoever runs the records."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..status import Status
+
+Emit = Callable[[str], None]
+#: Warning and error lines printed per run; the rest are counted in the summary and listed in --report.
+MAX_WARNING_LINES = 20
+MAX_ERROR_LINES = 20
+
+
+def approximate_warning(encoding: str) -> str:
+    return (f"the {encoding} vocabulary is not available offline; token counts use the bundled "
+            "cl100k_base and are approximate (put the file in TIKTOKEN_CACHE_DIR for exact counts)")
+
+
+def run_notes(encoding: str, counter: Any, backend: Any) -> list[str]:
+    """The report's notes for a run: approximate token counts, the summariser that answered."""
+    notes = []
+    if counter is not None and not counter.exact:
+        notes.append(f"token counts approximate: {encoding} unavailable, cl100k_base used")
+    if backend is not None:
+        notes.append(f"backend: {backend.name}" + (f", model {backend.model}" if backend.model else ""))
+    return notes
+
+
+def start_report(report: Any, encoding: str, counter: Any, backend: Any, emit: Emit | None) -> None:
+    """Put the run's notes in the report; say on stderr (``emit``) when counts are approximate."""
+    if emit is not None and counter is not None and not counter.exact:
+        emit(f"warning: {approximate_warning(encoding)}")
+    for note in run_notes(encoding, counter, backend):
+        report.note(note)
+
+
+class Console:
+    """The run's stderr lines: every error (the first MAX_ERROR_LINES, then one line saying
+    there are more), the first warning of a record unless quiet (as many records)."""
+
+    def __init__(self, emit: Emit, quiet: bool) -> None:
+        self.emit, self.quiet = emit, quiet
+        self.errored = self.warned = 0
+
+    def error(self, where: str, message: str) -> None:
+        self.errored += 1
+        if self.errored <= MAX_ERROR_LINES:
+            self.emit(f"error: {where}: {message}")
+        elif self.errored == MAX_ERROR_LINES + 1:
+            self.emit("error: more records failed; the summary counts them, --report lists them")
+
+    def warning(self, where: str, first: str, count: int) -> None:
+        if self.quiet:
+            return
+        self.warned += 1
+        if self.warned <= MAX_WARNING_LINES:
+            more = f" (+{count - 1} more)" if count > 1 else ""
+            self.emit(f"warning: {where}: {first}{more}")
+        elif self.warned == MAX_WARNING_LINES + 1:
+            self.emit("warning: more conversations have warnings; the summary counts them, --report lists them")
+
+    def item(self, item: dict[str, Any], where: str | None = None) -> None:
+        """The line a report item calls for: its error if it failed, else its first warning."""
+        if where is None:
+            where = f"{item['source']}:{item['line']}" if item.get("line") is not None else item["source"]
+        if item.get("error") is not None and Status(item["status"]).failed:
+            self.error(where, item["error"])
+        elif item.get("warnings"):
+            self.warning(where, item["warnings"][0], item.get("warning_count", len(item["warnings"])))
