@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from compactor_cli import formats
+from compactor_cli.cli.convert import convert as convert_command
 from compactor_cli.errors import InvalidInputError
-from compactor_cli.formats.convert_cmd import convert as convert_command
 from compactor_cli.model.conversation import check_conversation
 from compactor_cli.tiers.restore import restore_details
 from compactor_cli.tiers.summarize import summarize_dump

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from ..errors import InvalidInputError, OutputError, UsageError
 from ..files.journal import CHECKPOINT_SECONDS, Journal, JournalBusy, fingerprint, journal_path
-from ..files.records import CHANGED_INPUT, Record, input_identity
+from ..files.records import CHANGED_INPUT, input_identity
 from ..files.sinks import (
     AtomicFile,
     StdoutClosed,
@@ -39,8 +39,8 @@ from .executors import (
     serial_outcomes,
 )
 from .guards import abort_quietly, plan_sidecars, refuse_log_in_place
-from .run import Console, Emit, start_report
 from .report import EXIT_INTERRUPTED, EXIT_OK, EXIT_STDOUT_CLOSED, Report, ReportError
+from .run import Console, Emit, start_report
 from .settings import RunIO, Settings
 from .step import Outcome
 
@@ -79,7 +79,7 @@ def _open_journal(settings: Settings, io: RunIO, targets: list[Target], emit: Em
                          "device), which cannot be read a second time; save it to a file first, or run without --resume")
     if io.resume and (io.api_ready or io.sidecar):
         raise UsageError("--resume cannot continue an --api-ready or --sidecar run: run it again without --resume")
-    journaled = settings.write_output and all(t.path is not None for t in targets) and not streams \
+    journaled = io.journal and settings.write_output and all(t.path is not None for t in targets) and not streams \
         and io.report_path != STDIN and not io.api_ready and not io.sidecar
     if not journaled:
         if io.resume:
@@ -139,7 +139,8 @@ def run_command(settings: Settings, io: RunIO, emit: Emit,
     plan = plan_run(list(io.inputs), io.output, io.in_place, io.report_path, settings.write_output,
                     settings.input_format)
     counter = make_counter(settings)
-    transform, backend = make_transform(settings, counter)  # option problems surface here, before any work
+    # option problems surface here, before any work (convert has its own step: engine/convert.py)
+    transform, backend = make_transform(settings, counter) if settings.command != "convert" else (None, None)
     side = plan_sidecars(io, plan.targets)
     journal = _open_journal(settings, io, plan.targets, emit)
     try:
@@ -229,6 +230,10 @@ def _outcomes(settings: Settings, io: RunIO, targets: list[Target], transform: A
     if not is_openai and jobs > 1 and input_bytes(targets) >= PARALLEL_MIN_BYTES:
         parallel = ParallelOutcomes(settings, jobs)
         return parallel, parallel.close
+    if settings.command == "convert":
+        from .convert import convert_outcomes
+
+        return convert_outcomes(settings), lambda: None
     if settings.command in MODEL_COMMANDS:  # model calls: a bounded window of tasks in flight
         concurrency = (settings.backend.openai.concurrency or 4) if is_openai and settings.backend and \
             settings.backend.openai else 1
@@ -257,7 +262,7 @@ class _Batch:
     def _take(self, outcome: Outcome, where: str) -> None:
         """One record's outcome into the report and onto stderr."""
         self.report.add(outcome.item)
-        self.console.item(outcome.item, where)
+        self.console.record(where, outcome.error, outcome.warnings, len(outcome.warnings))
 
     def _file_error(self, display: str, message: str) -> None:
         self.report.add_file_error(display, message)

@@ -51,6 +51,7 @@ class Report:
     tokens_counted: bool = False
     check_failed: bool = False
     notes: list[str] = field(default_factory=list)
+    warned_records: int = 0  # records with a warning (convert's summary; not checkpointed: convert is not journaled)
     resume_state: dict[str, Any] | None = None
     _writer: AtomicFile | StreamFile | None = None
     _lock: Any = None
@@ -136,7 +137,9 @@ class Report:
         self.statuses[status] += 1
         if status == Status.OVER_THRESHOLD.value:
             self.check_failed = True
-        self.warnings += item.get("warning_count") or len(item.get("warnings") or ())
+        warnings = item.get("warning_count") or len(item.get("warnings") or ())
+        self.warnings += warnings
+        self.warned_records += 1 if warnings else 0
         if status not in (Status.INVALID_INPUT.value,):
             self.reclaimed_count += item.get("reclaimed_count") or 0
             if item.get("reclaimed_fraction") is not None:
@@ -218,6 +221,11 @@ class Report:
 
     def summary(self) -> str:
         """One human line for stderr."""
+        if self.command == "convert":
+            n, to = self.conversations, self.parameters.get("to")
+            return (f"{n} conversation{'s' if n != 1 else ''} converted to {to}"
+                    + (f"; {self.warned_records} with something not carried over" if self.warned_records else "")
+                    + f"; {self.failed} failed")
         parts = [f"{self.conversations} conversation{'s' if self.conversations != 1 else ''}"]
         if self.statuses:
             parts.append(", ".join(f"{n} {s.lower().replace('_', ' ')}" for s, n in sorted(self.statuses.items())))

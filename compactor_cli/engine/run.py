@@ -62,11 +62,16 @@ class Console:
         elif self.warned == MAX_WARNING_LINES + 1:
             self.emit("warning: more conversations have warnings; the summary counts them, --report lists them")
 
-    def item(self, item: dict[str, Any], where: str | None = None) -> None:
-        """The line a report item calls for: its error if it failed, else its first warning."""
-        if where is None:
-            where = f"{item['source']}:{item['line']}" if item.get("line") is not None else item["source"]
-        if item.get("error") is not None and Status(item["status"]).failed:
-            self.error(where, item["error"])
-        elif item.get("warnings"):
-            self.warning(where, item["warnings"][0], item.get("warning_count", len(item["warnings"])))
+    def record(self, where: str, error: str | None, warnings: list[str], count: int) -> None:
+        """The line a record calls for: its error if it failed, else its first warning."""
+        if error:
+            self.error(where, error)
+        elif warnings:
+            self.warning(where, warnings[0], count)
+
+    def item(self, item: dict[str, Any]) -> None:
+        """``record`` for a report item (what a Ray worker sends back)."""
+        where = f"{item['source']}:{item['line']}" if item.get("line") is not None else item["source"]
+        error = item.get("error") if item.get("error") is not None and Status(item["status"]).failed else None
+        warnings = item.get("warnings") or []
+        self.record(where, error, warnings, item.get("warning_count", len(warnings)))

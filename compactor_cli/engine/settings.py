@@ -33,6 +33,7 @@ class Settings:
     backend: BackendConfig | None = None  # summarize, compact (not --check)
     input_format: str = "auto"  # --from: one of formats.FORMATS, or auto (detected per record)
     claude_code_history: str = "since-compaction"  # or "full": where a Claude Code log is read from
+    to_format: str | None = None  # convert --to
 
 
 @dataclass(frozen=True)
@@ -49,3 +50,4 @@ class RunIO:
     parameters: dict[str, Any] = field(default_factory=dict)  # as the report records them
     api_ready: str | None = None  # --api-ready SIDECAR: outputs without bookkeeping, which goes here
     sidecar: str | None = None  # restore/extract --sidecar SIDECAR: the bookkeeping to put back
+    journal: bool = True  # checkpoints for --resume (convert has none: it is cheap to run again)

@@ -1,0 +1,205 @@
+"""The ``xcompact`` command: click only. It parses options, hands them to the engine
+(cli/launch.py), prints, and maps errors to exit codes; nothing in the package imports it.
+
+stdout carries data only; progress, warnings, errors and the summary go to stderr."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from ..engine import params as opt
+from ..engine.params import MAX_INT, options_of
+from ..engine.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from ..errors import InvalidInputError, UsageError, XCompactError
+from ..version import __version__
+from . import launch
+from .convert import convert
+from .launch import CONTEXT_SETTINGS, config_option, emit
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+@click.version_option(__version__, "-V", "--version", prog_name="xcompact")
+def cli() -> None:
+    """Compact saved LLM conversation transcripts offline, in batch.
+
+    Inputs are dumps() JSON objects, bare lists of messages, or JSONL (one conversation per
+    line); "-" reads stdin; directories are searched for *.json and *.jsonl. Exit codes:
+    0 all went well, 1 some conversation or file failed, 2 usage error, 130 interrupted.
+    """
+
+
+@cli.command()
+@options_of("toolcall", config_option)
+def toolcall(**kw: Any) -> None:
+    """Tier 1: replace old tool results by a placeholder naming their tool-call ID.
+
+    Tool results older than the most recent --keep are replaced where the placeholder is
+    shorter; the originals stay in the dump under compacted_tool_results (see extract, restore).
+
+    \b
+    Example:
+      xcompact toolcall fixtures/taubench_airline_5.jsonl --keep 4 -o out.jsonl --report report.json
+    """
+    launch.command("toolcall", kw)
+
+
+@cli.command()
+@options_of("summarize", config_option)
+def summarize(**kw: Any) -> None:
+    """Tier 2: replace older messages by one structured summary; keep recent ones verbatim.
+
+    The summary has eight sections (system_context, overview, key_facts, user_preferences,
+    decisions, pending_tasks, open_questions, tone_context) within --max-summary-tokens. On
+    any failure the conversation is left exactly as it was (SUMMARIZE_FAILED).
+
+    \b
+    Example:
+      xcompact summarize fixtures/swe_agent_3.jsonl --backend extractive --keep-recent 8 -o summarized.jsonl
+    """
+    launch.command("summarize", kw)
+
+
+@cli.command()
+@options_of("compact", config_option)
+def compact(**kw: Any) -> None:
+    """The tiered policy: reclaim tool results first, summarise only when still over.
+
+    Conversations over --token-threshold (or --message-threshold) get tier 1; if the estimate
+    is still above 95% of the threshold (or the dump has had --escalation-rounds tool-call
+    rounds) a summary follows in the same round; still over, up to --max-retries more rounds
+    halve both keep counts.
+
+    \b
+    Example:
+      xcompact compact fixtures/taubench_airline_5.jsonl --token-threshold 3000 --backend extractive -o compacted.jsonl
+    """
+    configured, io = launch.configured("compact", kw)  # refuses --check with --dry-run first
+    if kw["check"] or kw["dry_run"]:
+        if kw.get("in_place") or kw.get("output"):
+            raise click.UsageError("--check and --dry-run write nothing: drop -o/--in-place")
+        if kw.get("resume"):
+            raise click.UsageError("--check and --dry-run write nothing to resume: drop --resume")
+    launch.run(configured.settings, io, configured.parameters)
+
+
+@cli.command()
+@options_of("restore", config_option)
+def restore(**kw: Any) -> None:
+    """Give back the conversations as they were before compaction.
+
+    Puts every stored original back in place of its placeholder and undoes summaries.
+
+    \b
+    Example:
+      xcompact restore out.jsonl -o restored.jsonl   (out.jsonl: see the toolcall example)
+    """
+    launch.command("restore", kw)
+
+
+@cli.command()
+@options_of("validate", config_option)
+def validate(**kw: Any) -> None:
+    """Check conversations against the schema and the tool-pairing rules; write nothing.
+
+    Exit 1 when any conversation is invalid (with --strict, also on broken tool pairing or
+    repeated tool-call IDs).
+
+    \b
+    Example:
+      xcompact validate fixtures/taubench_airline_5.jsonl fixtures/claude_code_session.json
+    """
+    launch.command("validate", kw)
+
+
+@cli.command()
+@click.argument("tool_call_id")
+@click.argument("input_path", metavar="INPUT")
+@click.option("--occurrence", type=click.IntRange(min=1, max=MAX_INT), default=None,
+              help="With a repeated tool-call ID: the K-th result with that ID (default: the first).")
+@click.option("--line", "line_no", type=click.IntRange(min=1, max=MAX_INT), default=None,
+              help="JSONL: look only in the conversation on this line.")
+@opt.from_format
+@opt.sidecar
+def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no: int | None,
+            input_format: str, sidecar: str | None) -> None:
+    """Print the original content of a compacted tool result.
+
+    A string is printed as it is; list-of-parts content is printed as JSON. When several
+    conversations hold the ID, the first one is used (--line chooses).
+
+    \b
+    Example:
+      xcompact extract call_oIHazX6yQrB8hUwl4cRilFKj out.jsonl --line 1   (out.jsonl: see toolcall)
+    """
+    import orjson
+
+    from ..formats import iter_records, parse_record
+    from ..tiers.toolcall import extract_tool_result
+
+    found = []
+    errors = 0
+    last_line = 0
+    try:
+        records = iter_records(input_path, from_=input_format)
+        if sidecar is not None:  # an --api-ready output: its bookkeeping comes back record by record
+            from ..engine.apiready import SidecarReader, merged
+
+            records = merged(records, SidecarReader(sidecar))
+        for rec in records:
+            last_line = rec.line or last_line
+            if line_no is not None and rec.line not in (line_no, None):
+                continue
+            try:
+                dump, codec = parse_record(rec.raw, input_format, source=rec.source, line=rec.line)
+                fatal = [p for p in codec.problems(dump) if p.fatal]  # shapes checked before any lookup
+                if fatal:
+                    raise InvalidInputError(fatal[0].message, fatal[0].pointer)
+                content, shared = extract_tool_result(dump, tool_call_id, occurrence)
+                found.append((rec, content, shared))
+            except InvalidInputError as exc:
+                if "no compacted tool result" not in str(exc):
+                    errors += 1
+                    emit(f"error: {rec.where}: {exc}")
+            except Exception as exc:  # noqa: BLE001  one odd record never ends the search
+                from ..engine.step import unexpected_error
+
+                errors += 1
+                emit(f"error: {rec.where}: {unexpected_error(exc)}")
+    except (InvalidInputError, OSError) as exc:
+        emit(f"error: {input_path}: {getattr(exc, 'strerror', None) or exc}")
+        sys.exit(EXIT_FAILED)
+    if line_no is not None and line_no > last_line and last_line:
+        emit(f"error: {input_path}: there is no line {line_no}: the file's last conversation is on line {last_line}")
+        sys.exit(EXIT_FAILED)
+    if not found:
+        where = f"{input_path}:{line_no}" if line_no is not None else input_path
+        emit(f"error: {where}: no compacted tool result with ID {tool_call_id!r}"
+              + (f" (occurrence {occurrence})" if occurrence else ""))
+        sys.exit(EXIT_FAILED)
+    rec, content, shared = found[0]
+    if shared > 1 and occurrence is None:
+        emit(f"warning: {rec.where}: {shared} compacted results share ID {tool_call_id!r}; "
+              "printing the first (use --occurrence K)")
+    if len(found) > 1:
+        emit(f"warning: {len(found)} conversations hold ID {tool_call_id!r}; printing {rec.where} (use --line)")
+    if isinstance(content, str):
+        sys.stdout.write(content if content.endswith("\n") else content + "\n")
+    else:
+        sys.stdout.buffer.write(orjson.dumps(content) + b"\n")
+    sys.exit(EXIT_FAILED if errors else EXIT_OK)
+
+
+
+cli.add_command(convert)
+
+
+def main() -> None:
+    """Console-script entry point: XCompactError never escapes as a traceback."""
+    try:
+        cli(prog_name="xcompact")
+    except XCompactError as exc:
+        emit(f"error: {exc}")
+        sys.exit(EXIT_USAGE if isinstance(exc, UsageError) else EXIT_FAILED)

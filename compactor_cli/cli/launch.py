@@ -1,0 +1,167 @@
+"""From click's values to the engine and back to an exit code: the typed options are built
+once here (engine.configure) and handed on; what the engine raises becomes a one-line error and
+an exit code. Progress goes to stderr, only for a person watching a terminal."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from ..engine.report import EXIT_FAILED, EXIT_STDOUT_CLOSED
+from ..errors import OutputError, UsageError
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def _config_callback(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    from .config_file import load_config_callback
+
+    return load_config_callback(ctx, param, value)
+
+
+#: --config: the command line's alone (the batch function reads no file); the commands' option
+#: lists (engine/params.py) leave a slot for it.
+config_option = click.option("--config", metavar="FILE", is_eager=True, expose_value=False, callback=_config_callback,
+                             help="TOML file of option defaults ([tool.xcompact] tables) [default: ./pyproject.toml].")
+
+
+def emit(line: str) -> None:
+    click.echo(line, err=True)
+
+
+class _Bar:
+    """A tqdm bar over bytes (rate, ETA) that also counts conversations."""
+
+    def __init__(self, total: int, desc: str) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total or None, desc=desc, unit="B", unit_scale=True, unit_divisor=1024,
+                        file=sys.stderr, leave=False, dynamic_ncols=True)
+        self.conversations = 0
+
+    def update(self, nbytes: int) -> None:
+        self.conversations += 1
+        self.bar.update(nbytes)
+        if self.conversations % 50 == 0:
+            self.bar.set_postfix_str(f"{self.conversations} conv", refresh=False)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def progress_for(quiet: bool) -> Any:
+    """Progress on stderr, only for a person watching a terminal."""
+    if quiet or not sys.stderr.isatty():
+        return None
+    return _Bar
+
+
+def run(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> None:
+    """A record command's options, typed, to the engine (local or Ray)."""
+    from ..engine.settings import RunIO
+
+    ctx = click.get_current_context()
+    for name, source in ctx.meta.get("xcompact_config_destructive", []):
+        if not io.get(name):
+            flag = "--" + name.replace("_", "-")
+            raise click.UsageError(f"{source} sets {name.replace('_', '-')} = true: {flag} rewrites inputs, so it is "
+                                   f"never taken from a config file; give {flag} on the command line (or remove "
+                                   "it from the file)")
+    if io.get("engine") == "ray":
+        _run_ray(settings, io, parameters)
+    if io.get("address"):
+        raise click.UsageError("--address names a Ray cluster: use it with --engine ray")
+    run_io(settings, RunIO(inputs=tuple(io["inputs"]), output=io.get("output"), in_place=io.get("in_place", False),
+                           report_path=io.get("report_path"), quiet=io.get("quiet", False), jobs=io.get("jobs") or 0,
+                           resume=io.get("resume", False),
+                           parameters={**parameters, "config": ctx.meta.get("xcompact_config")},
+                           api_ready=io.get("api_ready"), sidecar=io.get("sidecar")))
+
+
+def run_io(settings: Any, io: Any) -> None:
+    """Run on this machine and exit with the run's code; map what the engine raises to exit codes."""
+    from ..engine.local import run_command, silence_stdout
+    from ..engine.report import ReportError
+    from ..files.sinks import StdoutClosed
+
+    try:
+        code = run_command(settings, io, emit, progress_for(io.quiet))
+    except StdoutClosed:  # the report went to stdout and its reader left
+        silence_stdout()
+        sys.exit(EXIT_STDOUT_CLOSED)
+    except (UsageError, OutputError) as exc:
+        if isinstance(exc, ReportError):
+            emit(f"error: {exc}")
+            sys.exit(EXIT_FAILED)
+        raise click.UsageError(str(exc)) from None
+    except OSError as exc:  # outside any one input (e.g. the tokenizer's cache under a full disk or ulimit -f)
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        emit(f"error: a file this run needs cannot be read or written: {exc.strerror or exc}{where}; "
+              "free space or raise the limit and run again")
+        sys.exit(EXIT_FAILED)
+    sys.exit(code)
+
+
+def _run_ray(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> None:
+    """--engine ray: the same records through the same step on a Ray cluster (compactor_cli.ray)."""
+    for name, flag, why in (("in_place", "--in-place", "object stores and Ray workers cannot rename over an input; "
+                             "write to -o DIR"),
+                            ("resume", "--resume", "a Ray run is not journaled; run it again (its output "
+                             "directory must be new or empty)"),
+                            ("jobs", "-j/--jobs", "Ray schedules its own workers (size the cluster instead)"),
+                            ("api_ready", "--api-ready", "its sidecar follows one local input's records; run locally"),
+                            ("sidecar", "--sidecar", "its lines follow one local input's records; run locally")):
+        if io.get(name) and _explicit(name):
+            raise click.UsageError(f"{flag} does not apply to --engine ray: {why}")
+    try:
+        from ..ray import run_cli
+    except ImportError as exc:
+        raise click.UsageError(f"--engine ray needs Ray Data and pyarrow: pip install 'xcompact[ray]' ({exc})") \
+            from None
+    ctx = click.get_current_context()
+    parameters = {**parameters, "config": ctx.meta.get("xcompact_config"), "engine": "ray"}
+    try:
+        code = run_cli(settings, inputs=list(io["inputs"]), output=io.get("output"), report_path=io.get("report_path"),
+                       address=io.get("address"), quiet=io.get("quiet", False), parameters=parameters, emit=emit)
+    except UsageError as exc:
+        raise click.UsageError(str(exc)) from None
+    except OutputError as exc:
+        emit(f"error: {exc}")
+        sys.exit(EXIT_FAILED)
+    sys.exit(code)
+
+
+def _explicit(name: str) -> bool:
+    """Was option ``name`` given on the command line (not a default or a config value)?"""
+    source = click.get_current_context().get_parameter_source(name)
+    return source is click.core.ParameterSource.COMMANDLINE
+
+
+def configured(command: str, kw: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """(batch.Configured, the run's io options). Record options become Settings through the
+    same function the library uses (batch.build), so they are defined once."""
+    from ..engine.configure import build
+    from ..engine.params import RUN_OPTIONS
+
+    io = {k: v for k, v in kw.items() if k in RUN_OPTIONS}
+    values = {k: v for k, v in kw.items() if k not in RUN_OPTIONS}
+    io["strict"] = values.get("strict", False)
+    explicit = {k for k in values if _explicit(k)}
+    try:
+        configured = build(command, values, explicit)
+    except UsageError as exc:
+        raise click.UsageError(str(exc)) from None
+    if not io.get("quiet"):
+        for text in configured.warnings:
+            emit(f"warning: {text}")
+    return configured, io
+
+
+def command(name: str, kw: dict[str, Any]) -> None:
+    """What every record command does with its keyword arguments."""
+    settings_and_parameters, io = configured(name, kw)
+    run(settings_and_parameters.settings, io, settings_and_parameters.parameters)
+
+

@@ -1,0 +1,84 @@
+"""``convert``'s per-record step: one record to another format, as bytes and a report item,
+in the same record loop as every other command (engine/local.py). What could not be carried
+over is the record's warnings (``not carried over: ...``); with ``strict`` such a record fails;
+a record that cannot be read is passed through unchanged."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ..errors import InvalidInputError
+from ..files.records import Record, dump_bytes
+from ..formats import parse_record
+from ..formats.convert import Notes, check_carried, convert, to_plain_openai
+from .settings import Settings
+from .step import Outcome, unexpected_error
+
+#: A number of 19 digits or more after a JSON value separator: possibly beyond 64 bits.
+_BIG_INT = re.compile(rb"[\[:,]\s*-?\d{19,}")
+
+
+def convert_record(raw: bytes, from_: str, to: str, source: str | None, line: int | None,
+                   form: str, strict: bool = False, history: str = "since-compaction") -> tuple[bytes, dict[str, Any]]:
+    """(bytes to write, report item) of one record; a failed record is passed through."""
+
+    item: dict[str, Any] = {"source": source, "line": line}
+    try:
+        exact = _BIG_INT.search(raw) is not None  # an integer orjson would read as a float: read it exactly
+        dump, codec = parse_record(raw, from_, exact=exact, source=source, line=line, history=history)
+        fatal = [p for p in codec.problems(dump) if p.fatal]
+        if fatal:
+            raise InvalidInputError(fatal[0].message, fatal[0].pointer)
+        native, notes = convert(dump, codec, to, history)
+        plain = to_plain_openai(dump, codec.format, Notes())
+        missing = check_carried(plain, native if to != "openai" else to_plain_openai(native, "openai", Notes())
+                                if isinstance(native, dict) else {"messages": native}, to) \
+            if to != codec.format or codec.lossy else []
+        if missing:  # a bug if it ever happens: never write a record that lost a call or a result
+            raise InvalidInputError(f"conversion would lose {missing[0]} (+{len(missing) - 1} more); not written")
+        if strict and notes:
+            raise InvalidInputError(f"not everything could be carried over: {notes[0]}"
+                                    + (f" (+{len(notes) - 1} more)" if len(notes) > 1 else ""))
+        item.update(status="CONVERTED", format=codec.format, to=to, messages_before=len(dump["messages"]),
+                    messages_after=_count(native, to))
+        if notes:
+            item["notes"] = notes
+        try:
+            return dump_bytes(native, form), item
+        except InvalidInputError:
+            if not exact:
+                raise
+            return dump_bytes(native, form, exact=True), item  # integers beyond 64 bits, written exactly
+    except InvalidInputError as exc:
+        item.update(status="INVALID_INPUT", error=str(exc))
+        return raw, item
+    except Exception as exc:  # noqa: BLE001  a value no reader expected: this record fails, never the batch
+        item.update(status="INVALID_INPUT", error=str(unexpected_error(exc)))
+        return raw, item
+
+
+def _count(native: Any, to: str) -> int:
+    if to == "responses":
+        items = native["input"] if isinstance(native, dict) else native
+        return len(items) if isinstance(items, list) else 1
+    msgs = native["messages"] if isinstance(native, dict) else native
+    return len(msgs)
+
+
+def convert_outcomes(settings: Settings) -> Any:
+    """The record loop's ``Outcomes`` for convert (in this process: converting is cheap)."""
+    to = settings.to_format or "openai"
+
+    def outcomes(records: Iterable[Record]) -> Iterator[tuple[Record, Outcome]]:
+        for rec in records:
+            out, item = convert_record(rec.raw, settings.input_format, to, rec.source, rec.line, rec.form,
+                                       settings.strict, settings.claude_code_history)
+            notes = item.get("notes") or []
+            if notes:
+                item["warning_count"] = len(notes)  # the report's warnings total counts them
+            error = item.get("error") if item["status"] == "INVALID_INPUT" else None
+            yield rec, Outcome(out, item, [f"not carried over: {n}" for n in notes], error)
+
+    return outcomes
