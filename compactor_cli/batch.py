@@ -23,16 +23,16 @@ command line only.
 
 from __future__ import annotations
 
-import asyncio
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .engine.configure import Configured, build, configure, option_defaults, settings_for
+from .engine.executors import Processor
 from .engine.params import COMMANDS, RUN_OPTIONS
 from .engine.settings import Settings
-from .engine.step import Outcome, process_record, process_record_async
+from .engine.step import Outcome
 from .errors import UsageError
 from .files.records import Record
 
@@ -40,54 +40,6 @@ __all__ = ["COMMANDS", "RUN_OPTIONS", "BatchResult", "Configured", "Processor", 
            "output_of", "process_lines", "processor_for", "report_for", "settings_for"]
 
 # ---------------------------------------------------------------- records -> outcomes
-
-
-class Processor:
-    """The per-record step for one ``Settings``: the vocabulary, the transform and (for the tiers
-    that may call a model) an event loop are made once and reused for every record."""
-
-    def __init__(self, settings: Settings) -> None:
-        from .engine.executors import MODEL_COMMANDS, make_counter, make_transform
-
-        self.settings = settings
-        self.counter = make_counter(settings)
-        self.transform, self.backend = make_transform(settings, self.counter)
-        self.is_async = settings.command in MODEL_COMMANDS
-        self.window = 1
-        if self.backend is not None and getattr(self.backend, "name", None) == "openai" and settings.backend \
-                and settings.backend.openai:
-            self.window = 2 * (settings.backend.openai.concurrency or 4)  # as the CLI: a bounded window in flight
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def notes(self) -> list[str]:
-        """What the CLI adds to the report's notes for this run (and prints as a warning)."""
-        from .engine.run import run_notes
-
-        return run_notes(self.settings.encoding, self.counter, self.backend)
-
-    def outcomes(self, records: Sequence[Record]) -> list[Outcome]:
-        """One Outcome per record, in order (the same bytes as the CLI for any batching)."""
-        if not self.is_async:
-            return [process_record(r, self.transform, self.settings, self.counter) for r in records]
-        if self._loop is None:
-            self._loop = asyncio.new_event_loop()
-        out: list[Outcome] = []
-        for i in range(0, len(records), self.window):
-            chunk = records[i:i + self.window]
-
-            async def run(chunk: Sequence[Record] = chunk) -> list[Outcome]:
-                return list(await asyncio.gather(*(process_record_async(r, self.transform, self.settings, self.counter)
-                                                   for r in chunk)))
-
-            out.extend(self._loop.run_until_complete(run()))
-        return out
-
-    def close(self) -> None:
-        if self._loop is not None:
-            if self.backend is not None and hasattr(self.backend, "aclose"):
-                self._loop.run_until_complete(self.backend.aclose())
-            self._loop.close()
-            self._loop = None
 
 
 _PROCESSORS: OrderedDict[str, Processor] = OrderedDict()

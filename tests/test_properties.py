@@ -11,7 +11,6 @@ from strategies import adversarial_dumps, conversations
 from compactor_cli import (
     check_conversation,
     estimated_message_length,
-    placeholder_for,
     reclaim_tool_results,
     restore_conversation,
 )
@@ -85,9 +84,8 @@ def test_only_old_results_change_and_only_to_their_placeholder(dump, keep):
 
 # ---- through the record pipeline (bytes in, bytes out), every command and both shapes
 
-from compactor_cli.engine.executors import AsyncOutcomes, make_transform  # noqa: E402
+from compactor_cli.engine.executors import Processor  # noqa: E402
 from compactor_cli.engine.settings import BackendConfig, Settings  # noqa: E402
-from compactor_cli.engine.step import process_record  # noqa: E402
 from compactor_cli.files.records import Record  # noqa: E402
 from compactor_cli.model.tokens import TokenCounter  # noqa: E402
 from compactor_cli.tiers.compact import Policy  # noqa: E402
@@ -97,16 +95,12 @@ COUNTER = TokenCounter()
 
 
 def _run_one(settings: Settings, raw: bytes) -> bytes:
-    transform, backend = make_transform(settings, COUNTER)
     rec = Record("gen", 1, raw, "jsonl", len(raw))
-    if settings.command in ("summarize", "compact"):
-        runner = AsyncOutcomes(transform, settings, COUNTER, 1)
-        try:
-            (_, outcome), = list(runner([rec]))
-        finally:
-            runner.close(backend)
-    else:
-        outcome = process_record(rec, transform, settings, COUNTER)
+    processor = Processor(settings)
+    try:
+        (outcome,) = processor.outcomes([rec])
+    finally:
+        processor.close()
     assert outcome.error is None or outcome.item["status"] in ("SUMMARIZE_FAILED", "STILL_OVER"), outcome.error
     return outcome.out
 

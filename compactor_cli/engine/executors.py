@@ -55,13 +55,6 @@ def make_transform(settings: Settings, counter: TokenCounter | None) -> tuple[Tr
     return OPERATIONS[settings.command], None
 
 
-def serial_outcomes(transform: Transform, settings: Settings, counter: TokenCounter | None) -> Outcomes:
-    def outcomes(records: Iterable[Record]) -> Iterator[tuple[Record, Outcome]]:
-        return ((rec, process_record(rec, transform, settings, counter)) for rec in records)
-
-    return outcomes
-
-
 # ---------------------------------------------------------------- worker processes
 
 _worker: dict[str, Any] = {}
@@ -219,36 +212,82 @@ class ParallelOutcomes:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
-# ---------------------------------------------------------------- model calls
+# ---------------------------------------------------------------- this process
 
-class AsyncOutcomes:
-    """``process_record_async`` over records with at most ``window`` in flight, in order.
-    One event loop serves the whole run."""
+def model_window(settings: Settings, backend: Any) -> int:
+    """Records in flight at once: twice the openai backend's concurrency (so a slot never waits
+    for a record to be read), one otherwise."""
+    if backend is None or getattr(backend, "name", None) != "openai":
+        return 1
+    openai = settings.backend.openai if settings.backend else None
+    return 2 * ((openai.concurrency if openai else None) or (4 if openai else 1))
 
-    def __init__(self, transform: Transform, settings: Settings, counter: TokenCounter | None, window: int) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.transform, self.settings, self.counter = transform, settings, counter
-        self.window = max(1, window)
+
+class Processor:
+    """The per-record step for one ``Settings``, in this process: the vocabulary, the transform
+    and its summariser (and, for the tiers that may call a model, one event loop with a bounded
+    window of records in flight) are made once and serve every record, in input order. Option
+    problems (an input budget too small for the prompt...) raise UsageError when it is made."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.counter = make_counter(settings)
+        self.transform: Transform | None = None
+        self.backend: Any = None
+        if settings.command != "convert":  # convert has its own per-record step (engine/convert.py)
+            self.transform, self.backend = make_transform(settings, self.counter)
+        self.is_async = settings.command in MODEL_COMMANDS
+        self.window = model_window(settings, self.backend)
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def notes(self) -> list[str]:
+        """What the run adds to the report's notes (engine/run.py)."""
+        from .run import run_notes
+
+        return run_notes(self.settings.encoding, self.counter, self.backend)
 
     def __call__(self, records: Iterable[Record]) -> Iterator[tuple[Record, Outcome]]:
-        pending: deque = deque()
+        """(record, outcome) for each record, in order."""
+        if self.settings.command == "convert":
+            from .convert import convert_outcomes
+
+            yield from convert_outcomes(self.settings)(records)
+        elif not self.is_async:
+            for rec in records:
+                yield rec, process_record(rec, self.transform, self.settings, self.counter)  # type: ignore[arg-type]
+        else:
+            yield from self._windowed(records)
+
+    def _windowed(self, records: Iterable[Record]) -> Iterator[tuple[Record, Outcome]]:
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+        loop, pending = self._loop, deque()
         try:
             for rec in records:
-                pending.append((rec, self.loop.create_task(
-                    process_record_async(rec, self.transform, self.settings, self.counter))))
+                pending.append((rec, loop.create_task(
+                    process_record_async(rec, self.transform, self.settings, self.counter))))  # type: ignore[arg-type]
                 while len(pending) >= self.window:
                     r, task = pending.popleft()
-                    yield r, self.loop.run_until_complete(task)
+                    yield r, loop.run_until_complete(task)
             while pending:
                 r, task = pending.popleft()
-                yield r, self.loop.run_until_complete(task)
+                yield r, loop.run_until_complete(task)
         finally:
             for _, task in pending:
                 task.cancel()
             if pending:
-                self.loop.run_until_complete(asyncio.gather(*(t for _, t in pending), return_exceptions=True))
+                loop.run_until_complete(asyncio.gather(*(t for _, t in pending), return_exceptions=True))
 
-    def close(self, backend: Any) -> None:
-        if backend is not None and hasattr(backend, "aclose"):
-            self.loop.run_until_complete(backend.aclose())
-        self.loop.close()
+    def outcomes(self, records: Iterable[Record]) -> list[Outcome]:
+        """One Outcome per record, in order (the same bytes as the CLI for any batching)."""
+        return [outcome for _, outcome in self(records)]
+
+    def close(self) -> None:
+        """Close the summariser's client (its connections, its cache) and the event loop."""
+        if self.backend is not None and hasattr(self.backend, "aclose"):
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+            self._loop.run_until_complete(self.backend.aclose())
+        if self._loop is not None:
+            self._loop.close()
+            self._loop = None

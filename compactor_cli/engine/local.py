@@ -29,15 +29,7 @@ from ..files.sinks import (
 )
 from ..files.targets import JSONL_SUFFIXES, STDIN, Target, is_regular_input, plan_run
 from ..formats import file_format, iter_records
-from .executors import (
-    MODEL_COMMANDS,
-    AsyncOutcomes,
-    Outcomes,
-    ParallelOutcomes,
-    make_counter,
-    make_transform,
-    serial_outcomes,
-)
+from .executors import Outcomes, ParallelOutcomes, Processor
 from .guards import abort_quietly, plan_sidecars, refuse_log_in_place
 from .report import EXIT_INTERRUPTED, EXIT_OK, EXIT_STDOUT_CLOSED, Report, ReportError
 from .run import Console, Emit, start_report
@@ -138,22 +130,25 @@ def run_command(settings: Settings, io: RunIO, emit: Emit,
     for options that do not fit, ReportError when the report cannot be written."""
     plan = plan_run(list(io.inputs), io.output, io.in_place, io.report_path, settings.write_output,
                     settings.input_format)
-    counter = make_counter(settings)
-    # option problems surface here, before any work (convert has its own step: engine/convert.py)
-    transform, backend = make_transform(settings, counter) if settings.command != "convert" else (None, None)
-    side = plan_sidecars(io, plan.targets)
-    journal = _open_journal(settings, io, plan.targets, emit)
+    processor = Processor(settings)  # option problems surface here, before any work
     try:
-        return _run_journaled(settings, io, plan, counter, transform, backend, journal, emit, progress, side)
+        side = plan_sidecars(io, plan.targets)
+        journal = _open_journal(settings, io, plan.targets, emit)
+    except BaseException:
+        processor.close()
+        raise
+    try:
+        return _run_journaled(settings, io, plan, processor, journal, emit, progress, side)
     finally:
         if journal is not None:
             journal.release()
 
 
-def _run_journaled(settings: Settings, io: RunIO, plan: Any, counter: Any, transform: Any, backend: Any,
-                   journal: Journal | None, emit: Emit, progress: Callable[[int, str], Progress] | None,
-                   side: dict[str, Any]) -> int:
+def _run_journaled(settings: Settings, io: RunIO, plan: Any, processor: Processor, journal: Journal | None,
+                   emit: Emit, progress: Callable[[int, str], Progress] | None, side: dict[str, Any]) -> int:
+    backend = processor.backend
     if journal is not None and journal.finished:
+        processor.close()
         if not io.quiet:  # resuming a finished run must not run it again: --in-place it would compact its output
             emit("nothing to resume: this run already finished (run without --resume to start again)")
         return EXIT_OK
@@ -164,8 +159,8 @@ def _run_journaled(settings: Settings, io: RunIO, plan: Any, counter: Any, trans
     resumed = journal is not None and journal.resumed
     report = Report(command=settings.command, parameters=io.parameters, report_path=io.report_path,
                     resume_state=journal.state.get("report") if resumed and journal else None)
-    start_report(report, settings.encoding, counter, backend, emit)
-    outcomes, closer = _outcomes(settings, io, plan.targets, transform, backend, counter)
+    start_report(report, settings.encoding, processor.counter, backend, emit)
+    outcomes, closer = _outcomes(settings, io, plan.targets, processor)
 
     def _terminate(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
@@ -223,23 +218,23 @@ def silence_stdout() -> None:
         pass
 
 
-def _outcomes(settings: Settings, io: RunIO, targets: list[Target], transform: Any, backend: Any,
-              counter: Any) -> tuple[Outcomes, Callable[[], None]]:
-    is_openai = backend is not None and backend.name == "openai"
+def _outcomes(settings: Settings, io: RunIO, targets: list[Target],
+              processor: Processor) -> tuple[Outcomes, Callable[[], None]]:
+    """Worker processes for CPU-bound work on large enough inputs; else this process (model
+    calls: a bounded window of records in flight)."""
+    is_openai = processor.backend is not None and processor.backend.name == "openai"
     jobs = io.jobs or auto_jobs(settings, targets)
     if not is_openai and jobs > 1 and input_bytes(targets) >= PARALLEL_MIN_BYTES:
         parallel = ParallelOutcomes(settings, jobs)
-        return parallel, parallel.close
-    if settings.command == "convert":
-        from .convert import convert_outcomes
 
-        return convert_outcomes(settings), lambda: None
-    if settings.command in MODEL_COMMANDS:  # model calls: a bounded window of tasks in flight
-        concurrency = (settings.backend.openai.concurrency or 4) if is_openai and settings.backend and \
-            settings.backend.openai else 1
-        async_map = AsyncOutcomes(transform, settings, counter, 2 * concurrency if is_openai else 1)
-        return async_map, lambda: async_map.close(backend)
-    return serial_outcomes(transform, settings, counter), lambda: None
+        def close() -> None:
+            try:
+                parallel.close()
+            finally:
+                processor.close()
+
+        return parallel, close
+    return processor, processor.close
 
 
 class _Batch:
