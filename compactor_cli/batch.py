@@ -1,157 +1,34 @@
-"""The CLI's per-record step as a batch function: JSONL lines in, output lines and report items out.
+"""The batch function: JSONL lines in, the CLI's output lines and report items out (the public
+path; the code is in engine/batch.py, whose docstring shows its use)."""
 
-This is what the command line runs for every record (``pipeline.process_record`` with the
-command's transform), exposed for engines that hold records themselves: Ray Data, Hugging Face
-``datasets``, Dask, a plain loop. For the same input line and the same options, the output bytes
-are the CLI's, byte for byte; a record that fails is passed through unchanged with an
-``INVALID_INPUT`` item, as the CLI does::
+from .engine.batch import (
+    COMMANDS,
+    RUN_OPTIONS,
+    BatchResult,
+    Configured,
+    Processor,
+    build,
+    configure,
+    option_defaults,
+    output_of,
+    process_lines,
+    processor_for,
+    report_for,
+    settings_for,
+)
 
-    from compactor_cli.batch import process_lines, report_for, settings_for
-
-    settings = settings_for("toolcall", keep=4)            # the CLI's option names and defaults
-    result = process_lines(open("data.jsonl", "rb"), settings, source="data.jsonl")
-    result.outputs   # one per record: the bytes xcompact writes for it (None: the command writes nothing)
-    result.items     # one per record: the report item ({"source", "line", "status", ...})
-    report_for(settings, result.items).totals()              # the report's totals and exit_code
-
-Options are defined once, by the command line's click options: ``settings_for`` takes the long
-flag names (``--keep-recent`` is ``keep_recent``, ``--no-tokens`` is ``no_tokens``, ``compact
---model`` is ``model``), fills in the same defaults and checks values the same way (a bad value is
-a ``UsageError`` with the CLI's message). A ``pyproject.toml`` or ``--config`` file is read by the
-command line only.
-"""
-
-from __future__ import annotations
-
-from collections import OrderedDict
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
-
-from .engine.configure import Configured, build, configure, option_defaults, settings_for
-from .engine.executors import Processor
-from .engine.params import COMMANDS, RUN_OPTIONS
-from .engine.settings import Settings
-from .engine.step import Outcome
-from .errors import UsageError
-from .files.records import Record
-
-__all__ = ["COMMANDS", "RUN_OPTIONS", "BatchResult", "Configured", "Processor", "build", "configure", "option_defaults",
-           "output_of", "process_lines", "processor_for", "report_for", "settings_for"]
-
-# ---------------------------------------------------------------- records -> outcomes
-
-
-_PROCESSORS: OrderedDict[str, Processor] = OrderedDict()
-
-
-def processor_for(settings: Settings) -> Processor:
-    """A Processor for these settings, kept for reuse in this process (a worker of Ray, Dask or
-    ``datasets.map(num_proc=...)`` loads the vocabulary once, not once per batch)."""
-    key = repr(settings)  # the option objects of the tiers are not all hashable; their repr is their value
-    proc = _PROCESSORS.get(key)
-    if proc is None or proc.settings != settings:
-        proc = _PROCESSORS[key] = Processor(settings)
-        while len(_PROCESSORS) > 4:
-            _PROCESSORS.popitem(last=False)[1].close()
-    else:
-        _PROCESSORS.move_to_end(key)
-    return proc
-
-
-# ---------------------------------------------------------------- the batch function
-
-
-@dataclass
-class BatchResult:
-    """One entry per record (blank lines are not records: the CLI skips them too)."""
-
-    outputs: list[bytes | None] = field(default_factory=list)  # the CLI's bytes, "\n" included; None: nothing written
-    items: list[dict[str, Any]] = field(default_factory=list)  # report items, in order
-
-    @property
-    def lines(self) -> list[bytes]:
-        """The output lines to write, in order (what the CLI writes for these lines)."""
-        return [o for o in self.outputs if o is not None]
-
-    def texts(self, keep_linebreaks: bool = False) -> list[str | None]:
-        """The outputs as ``str`` (a ``datasets`` text column): without their line end, or with it
-        (``keep_linebreaks=True``, as ``load_dataset("text", keep_linebreaks=True)`` gives lines)."""
-        texts: list[str | None] = []
-        for o in self.outputs:
-            if o is None:
-                texts.append(None)
-            else:
-                text = o.decode("utf-8")
-                texts.append(text if keep_linebreaks or not text.endswith("\n") else text[:-1])
-        return texts
-
-
-def process_lines(lines: Iterable[bytes | str], settings: Settings | str, *, source: str = "<lines>",
-                  first_line: int = 1, **options: Any) -> BatchResult:
-    """Run JSONL lines through the CLI's per-record step.
-
-    ``lines``: one conversation per line, ``bytes`` or ``str``; blank lines are skipped (and
-    counted for line numbers). Each line is the record's bytes, as the CLI reads it from a JSONL
-    file: give lines with their ``\\n`` and ``b"".join(result.lines)`` is the CLI's output file
-    (a record the command leaves unchanged is passed through as given, so a last line without
-    ``\\n`` stays without one; a rewritten record always ends with ``\\n``). Lines given without
-    their ends (``datasets``' default): use ``result.texts()``, which drops the line ends.
-    ``settings``: from ``settings_for``, or a command name with its options as keywords.
-    ``source`` and ``first_line`` (the line number of ``lines[0]``) name the records in the
-    report items, as the CLI names them ``file:line``."""
-    if isinstance(lines, (str, bytes, bytearray, memoryview)):
-        raise UsageError("process_lines takes an iterable of lines (a list of str or bytes), not one "
-                         f"{type(lines).__name__}: wrap a single line as [line]")
-    if isinstance(settings, str):
-        settings = settings_for(settings, **options)
-    elif options:
-        raise UsageError("give options either through settings_for or here, with a command name")
-    elif not isinstance(settings, Settings):
-        raise UsageError(f"settings: expected a Settings from settings_for or a command name, got "
-                         f"{type(settings).__name__}")
-    records: list[Record] = []
-    line_no = first_line - 1
-    for line in lines:
-        line_no += 1
-        if not isinstance(line, (str, bytes, bytearray, memoryview)):
-            raise UsageError(f"line {line_no}: expected str or bytes, got {type(line).__name__}")
-        raw = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else bytes(line)
-        if not raw.strip():
-            continue
-        records.append(Record(source, line_no, raw, "jsonl"))
-    outcomes = processor_for(settings).outcomes(records)
-    return BatchResult([output_of(settings, o) for o in outcomes], [o.item for o in outcomes])
-
-
-def output_of(settings: Settings, outcome: Outcome) -> bytes | None:
-    """What the CLI writes for an outcome: nothing at all for a command that writes nothing
-    (validate, compact --check / --dry-run), even for a record that failed."""
-    return outcome.out if settings.write_output else None
-
-
-def report_for(settings: Settings | Configured | str, items: Iterable[dict[str, Any]], *,
-               parameters: dict[str, Any] | None = None, files: int = 1, report_path: str | None = None) -> Any:
-    """A ``report.Report`` over items (from one or many batches, in input order): ``totals()``,
-    ``exit_code``, ``summary()``; with ``report_path`` the report JSON is written there, the
-    same document as ``xcompact ... --report`` (give the Configured or ``parameters`` for its
-    ``parameters``)."""
-    from .engine.report import Report
-
-    if isinstance(settings, Configured):
-        command, parameters = settings.command, settings.parameters if parameters is None else parameters
-    else:
-        command = settings if isinstance(settings, str) else settings.command
-    report = Report(command=command, parameters=parameters or {}, report_path=report_path)
-    report.files = files
-    if not isinstance(settings, str):
-        for note in processor_for(settings if isinstance(settings, Settings) else settings.settings).notes():
-            report.note(note)
-    try:
-        for item in items:
-            report.add(item)
-    except BaseException:
-        report.abort()
-        raise
-    report.close()
-    return report
+__all__ = [
+    "COMMANDS",
+    "RUN_OPTIONS",
+    "BatchResult",
+    "Configured",
+    "Processor",
+    "build",
+    "configure",
+    "option_defaults",
+    "output_of",
+    "process_lines",
+    "processor_for",
+    "report_for",
+    "settings_for",
+]

@@ -116,7 +116,7 @@ def _run_ray(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> N
         if io.get(name) and _explicit(name):
             raise click.UsageError(f"{flag} does not apply to --engine ray: {why}")
     try:
-        from ..ray import run_cli
+        from ..engine.ray import run_cli
     except ImportError as exc:
         raise click.UsageError(f"--engine ray needs Ray Data and pyarrow: pip install 'xcompact[ray]' ({exc})") \
             from None
