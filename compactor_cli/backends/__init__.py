@@ -1,7 +1,8 @@
 """Summariser backends: each turns the head of a conversation into summary text.
 
-A backend has ``name``, ``model`` and ``async summarize(request) -> Answer``. The tier-2 driver
-(``tier2.py``) checks the answer's sections and budget; backends only write text."""
+A backend has ``name``, ``model``, ``async summarize(request) -> Answer`` and ``async aclose()``
+(its connections, its cache). The tier-2 driver (``tiers/summarize.py``) checks the answer's
+sections and budget; backends only write text."""
 
 from __future__ import annotations
 
@@ -30,7 +31,15 @@ class Answer:
 
 
 class Backend(Protocol):
-    name: str
-    model: str | None
+    """What the tiers and the engine call. ``name`` and ``model`` are read-only here, so a class
+    attribute (``name = "extractive"``) and an instance attribute both satisfy it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model(self) -> str | None: ...
 
     async def summarize(self, request: SummaryRequest) -> Answer: ...
+
+    async def aclose(self) -> None: ...

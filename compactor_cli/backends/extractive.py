@@ -666,5 +666,8 @@ class ExtractiveBackend:
     async def summarize(self, request: SummaryRequest) -> Answer:
         return Answer(self.summarize_sync(request))
 
+    async def aclose(self) -> None:
+        """Nothing to close: no connections, no cache."""
+
     def summarize_sync(self, request: SummaryRequest) -> str:
         return fit_to_budget(build_candidates(request), request.max_tokens, self.count)

@@ -21,7 +21,7 @@ def _load_toml(path: str) -> dict[str, Any]:
         import tomllib  # Python 3.11+
     except ModuleNotFoundError:  # pragma: no cover - Python 3.10
         try:
-            import tomli as tomllib  # type: ignore[no-redef]
+            import tomli as tomllib  # type: ignore[no-redef, unused-ignore]
         except ModuleNotFoundError:
             raise click.UsageError(f"reading {path} needs Python 3.11+ (or the tomli package)") from None
     try:

@@ -261,7 +261,8 @@ class Processor:
     def _windowed(self, records: Iterable[Record]) -> Iterator[tuple[Record, Outcome]]:
         if self._loop is None:
             self._loop = asyncio.new_event_loop()
-        loop, pending = self._loop, deque()
+        loop = self._loop
+        pending: deque[tuple[Record, asyncio.Task[Outcome]]] = deque()
         try:
             for rec in records:
                 pending.append((rec, loop.create_task(
@@ -284,7 +285,7 @@ class Processor:
 
     def close(self) -> None:
         """Close the summariser's client (its connections, its cache) and the event loop."""
-        if self.backend is not None and hasattr(self.backend, "aclose"):
+        if self.backend is not None:
             if self._loop is None:
                 self._loop = asyncio.new_event_loop()
             self._loop.run_until_complete(self.backend.aclose())

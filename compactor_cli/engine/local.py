@@ -116,11 +116,12 @@ def _check_report_partial(journal: Journal, io: RunIO, targets: list[Target], em
         raise UsageError(f"cannot resume: {problem}, and {len(journal.state['done'])} inputs were already "
                          "rewritten in place; run without --resume on the inputs not yet done")
     emit(f"warning: cannot resume: {problem}; starting the run afresh")
-    remove_partial(state.get("partial"), io.report_path)
+    remove_partial(state.get("partial"), io.report_path or "")
     cur = journal.state.get("current") or {}
     index = cur.get("index")
-    if isinstance(index, int) and 0 <= index < len(targets) and targets[index].path:
-        remove_partial(cur.get("partial"), targets[index].path)
+    path = targets[index].path if isinstance(index, int) and 0 <= index < len(targets) else None
+    if path:
+        remove_partial(cur.get("partial"), path)
     journal.start_afresh()
 
 
@@ -278,6 +279,7 @@ class _Batch:
         if cur.get("committing"):  # cut between the journal entry and the rename
             partial, length, crc = cur.get("partial"), cur.get("output_length"), cur.get("output_crc")
             if target.path and verify_partial(partial, length, crc, target.path) is None:
+                assert isinstance(partial, str)  # verify_partial found it our own partial file
                 if os.path.exists(target.input.path) and \
                         os.path.realpath(target.input.path) == os.path.realpath(target.path):
                     os.chmod(partial, os.stat(target.input.path).st_mode & 0o7777)  # --in-place keeps the mode
@@ -289,10 +291,11 @@ class _Batch:
         elif cur.get("input") != fingerprint(target.input.path):
             problem = "the input changed since the checkpoint"
         else:
-            problem = verify_partial(cur.get("partial"), cur.get("output_length"), cur.get("output_crc"),
-                                     target.path or "")
-            if problem is None:
+            unverified = verify_partial(cur.get("partial"), cur.get("output_length"), cur.get("output_crc"),
+                                        target.path or "")
+            if unverified is None:
                 return cur
+            problem = unverified
         if not isinstance(cur.get("report_start"), dict):
             raise UsageError("cannot resume: the journal is damaged; run again without --resume")
         self.emit(f"warning: {display}: cannot resume it ({problem}); starting it afresh")

@@ -145,7 +145,7 @@ ROUND_OPTIONS: list[Slot] = [
 ]
 
 
-def _backend_opts(model_flag: str) -> list[Callable[[F], F]]:
+def _backend_opts(model_flag: str) -> list[Slot]:
     return [
         click.option("--backend", type=click.Choice(["auto", "extractive", "openai"]), default="auto",
                      show_default=True,

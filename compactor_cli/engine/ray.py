@@ -449,7 +449,7 @@ def _parquet_part(table: pa.Table, rows: list[int], outs: list[bytes | None], js
     part = table.take(pa.array(rows, pa.int64()))
     carried = [c for c in part.column_names if c.startswith(CARRIED)]
     out = part.select(carried).rename_columns([c[len(CARRIED):] for c in carried])
-    texts = [None if outs[i] is None else outs[i].decode("utf-8").removesuffix("\n") for i in rows]
+    texts = [None if (o := outs[i]) is None else o.decode("utf-8").removesuffix("\n") for i in rows]
     out = out.append_column(json_column, pa.array(texts, pa.large_string()))
     sink = pa.BufferOutputStream()
     pq.write_table(out, sink)
@@ -592,7 +592,7 @@ def run(settings: Settings | str, inputs: list[str] | str, output: str | None = 
         fd, local_report = tempfile.mkstemp(prefix="xcompact-report-", suffix=".json")
         os.close(fd)
     else:
-        report_fs, report_target, local_report = None, None, report_path
+        report_fs, report_target, local_report = None, None, report_path  # type: ignore[assignment]
     proc = processor_for(settings)  # option problems surface here, on the driver, before any work
     report = Report(command=settings.command, parameters=parameters or {}, report_path=local_report)
     try:

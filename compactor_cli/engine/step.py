@@ -194,7 +194,7 @@ def process_record(rec: Record, transform: Transform, settings: Settings, counte
         dump, codec, warnings = _prepare(rec, settings, exact)
         result = transform(dump, settings)
         assert not inspect.isawaitable(result), "use process_record_async for coroutine transforms"
-        return _finish(rec, settings, counter, dump, codec, warnings, result, exact)  # type: ignore[arg-type]
+        return _finish(rec, settings, counter, dump, codec, warnings, result, exact)
     except _NeedsExact:
         return process_record(rec, transform, settings, counter, exact=True)
     except (InvalidInputError, BackendError) as exc:
@@ -211,7 +211,7 @@ async def process_record_async(rec: Record, transform: Transform, settings: Sett
         result = transform(dump, settings)
         if inspect.isawaitable(result):
             result = await result
-        return _finish(rec, settings, counter, dump, codec, warnings, result, exact)  # type: ignore[arg-type]
+        return _finish(rec, settings, counter, dump, codec, warnings, result, exact)
     except _NeedsExact:
         return await process_record_async(rec, transform, settings, counter, exact=True)
     except (InvalidInputError, BackendError) as exc:

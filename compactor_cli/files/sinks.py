@@ -255,9 +255,10 @@ def remove_partial(partial: Any, target: str) -> None:
             pass
 
 
-def verify_partial(partial: str, length: Any, crc: Any, target: str) -> str | None:
+def verify_partial(partial: Any, length: Any, crc: Any, target: str) -> str | None:
     """None if ``partial`` is our temporary file for ``target`` and its first ``length`` bytes
-    have checksum ``crc``; else what is wrong (for the "starting afresh" message)."""
+    have checksum ``crc``; else what is wrong (for the "starting afresh" message). The values
+    come from a journal, which may have been tampered with: any type is checked."""
     if not is_own_partial(partial, target) or not isinstance(length, int) or not isinstance(crc, int):
         return "the journal does not name a partial output of this run"
     try:  # O_NONBLOCK: a FIFO planted at the partial's name must not hang the run

@@ -132,7 +132,7 @@ def _output_targets(files: list[InputFile], inputs: list[str], output: str | Non
     targets: list[Target] = []
     seen: dict[tuple, str] = {}
     for f in files:
-        dest = os.path.join(output, output_name(f.relative)) if dir_mode else output
+        dest = os.path.join(output, output_name(f.relative)) if dir_mode and output is not None else output
         assert dest is not None
         ident = file_identity(dest)
         if ident in input_ids:

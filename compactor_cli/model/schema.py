@@ -16,7 +16,7 @@ from .conversation import Problem
 
 @cache
 def load_schema(name: str) -> dict:
-    return orjson.loads(resources.files("compactor_cli").joinpath("schemas", f"{name}.schema.json").read_bytes())
+    return orjson.loads(resources.files("compactor_cli").joinpath("schemas").joinpath(f"{name}.schema.json").read_bytes())
 
 
 @cache

@@ -123,7 +123,7 @@ async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None, cou
                                 preserve_system=policy.preserve_system, keep_originals=policy.keep_originals)
         assert backend is not None
         summarised, status, sfields = await summarize_conversation(dump, opts, backend, counter)
-        entry = {"tier": 2, "keep_recent": keep_recent, "status": status.value,
+        entry: dict[str, Any] = {"tier": 2, "keep_recent": keep_recent, "status": status.value,
                  "reason": "ratio" if ratio_escalate else "escalation_rounds"}
         if status is Status.SUMMARIZED:
             changed = summarized = True
@@ -180,10 +180,10 @@ def make_compact_transform(policy: Policy | None, check: bool, config: BackendCo
     """An async transform for the per-record step, and the summary backend (None with --check)."""
     policy = policy or Policy()
     if check:
-        def check(dump: dict, settings: Any) -> tuple[dict, Status, dict[str, Any]]:
+        def measure_only(dump: dict, settings: Any) -> tuple[dict, Status, dict[str, Any]]:
             return check_conversation_size(dump, policy, counter)
 
-        return check, None
+        return measure_only, None
     backend = make_backend(config, counter.text, policy.max_summary_tokens)
 
     async def transform(dump: dict, settings: Any) -> tuple[dict, Status, dict[str, Any]]:

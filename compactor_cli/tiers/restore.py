@@ -196,7 +196,8 @@ class KeyAllocator:
 
     def _forget(self, slot: tuple[str, int]) -> None:
         old = self.aliases.pop(slot, None)
-        self.alias_keys.discard(old)  # type: ignore[arg-type]
+        if old is not None:
+            self.alias_keys.discard(old)
         self.changed = True
 
     def store(self, index: int, cid: str, content: Any) -> str:
@@ -365,7 +366,8 @@ def _restore_tool_results(dump: dict) -> tuple[dict, int, int]:
         if key is None or key not in remaining:
             missing += 1
             continue
-        new_messages[slot.index] = {**slot.message, "content": remaining.pop(key)}  # type: ignore[index]
+        assert slot.message is not None and slot.index is not None  # archived=False: live messages only
+        new_messages[slot.index] = {**slot.message, "content": remaining.pop(key)}
         aliases.pop((slot.cid, slot.occurrence), None)
         restored += 1
     if not restored:

@@ -112,8 +112,9 @@ async def run_and_close(coro: Any, backend: Any) -> Any:
     try:
         return await coro
     finally:
-        if hasattr(backend, "aclose"):
-            await backend.aclose()
+        close = getattr(backend, "aclose", None)  # a caller's own backend object may have nothing to close
+        if close is not None:
+            await close()
 
 
 def summarize_dump(dump: dict | list, keep_recent: int = DEFAULT_KEEP_RECENT,
