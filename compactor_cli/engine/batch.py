@@ -33,6 +33,7 @@ from ..files.records import Record
 from .configure import Configured, build, configure, option_defaults, settings_for
 from .executors import Processor
 from .params import COMMANDS, RUN_OPTIONS
+from .report import ReportItem
 from .settings import Settings
 from .step import Outcome
 
@@ -67,7 +68,7 @@ class BatchResult:
     """One entry per record (blank lines are not records: the CLI skips them too)."""
 
     outputs: list[bytes | None] = field(default_factory=list)  # the CLI's bytes, "\n" included; None: nothing written
-    items: list[dict[str, Any]] = field(default_factory=list)  # report items, in order
+    items: list[ReportItem] = field(default_factory=list)  # report items, in order
 
     @property
     def lines(self) -> list[bytes]:
@@ -130,7 +131,7 @@ def output_of(settings: Settings, outcome: Outcome) -> bytes | None:
     return outcome.out if settings.write_output else None
 
 
-def report_for(settings: Settings | Configured | str, items: Iterable[dict[str, Any]], *,
+def report_for(settings: Settings | Configured | str, items: Iterable[ReportItem], *,
                parameters: dict[str, Any] | None = None, files: int = 1, report_path: str | None = None) -> Any:
     """A ``report.Report`` over items (from one or many batches, in input order): ``totals()``,
     ``exit_code``, ``summary()``; with ``report_path`` the report JSON is written there, the

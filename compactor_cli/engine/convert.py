@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 
 from ..errors import InvalidInputError
 from ..files.records import Record, dump_bytes
 from ..formats import parse_record
 from ..formats.convert import Notes, check_carried, convert, to_plain_openai
+from .report import ReportItem
 from .settings import Settings
 from .step import Outcome, unexpected_error
 
@@ -21,10 +22,10 @@ _BIG_INT = re.compile(rb"[\[:,]\s*-?\d{19,}")
 
 
 def convert_record(raw: bytes, from_: str, to: str, source: str | None, line: int | None,
-                   form: str, strict: bool = False, history: str = "since-compaction") -> tuple[bytes, dict[str, Any]]:
+                   form: str, strict: bool = False, history: str = "since-compaction") -> tuple[bytes, ReportItem]:
     """(bytes to write, report item) of one record; a failed record is passed through."""
 
-    item: dict[str, Any] = {"source": source, "line": line}
+    item = cast(ReportItem, {"source": source, "line": line})
     try:
         exact = _BIG_INT.search(raw) is not None  # an integer orjson would read as a float: read it exactly
         dump, codec = parse_record(raw, from_, exact=exact, source=source, line=line, history=history)
@@ -41,8 +42,8 @@ def convert_record(raw: bytes, from_: str, to: str, source: str | None, line: in
         if strict and notes:
             raise InvalidInputError(f"not everything could be carried over: {notes[0]}"
                                     + (f" (+{len(notes) - 1} more)" if len(notes) > 1 else ""))
-        item.update(status="CONVERTED", format=codec.format, to=to, messages_before=len(dump["messages"]),
-                    messages_after=_count(native, to))
+        item.update({"status": "CONVERTED", "format": codec.format, "to": to,
+                     "messages_before": len(dump["messages"]), "messages_after": _count(native, to)})
         if notes:
             item["notes"] = notes
         try:
@@ -52,10 +53,10 @@ def convert_record(raw: bytes, from_: str, to: str, source: str | None, line: in
                 raise
             return dump_bytes(native, form, exact=True), item  # integers beyond 64 bits, written exactly
     except InvalidInputError as exc:
-        item.update(status="INVALID_INPUT", error=str(exc))
+        item.update({"status": "INVALID_INPUT", "error": str(exc)})
         return raw, item
     except Exception as exc:  # noqa: BLE001  a value no reader expected: this record fails, never the batch
-        item.update(status="INVALID_INPUT", error=str(unexpected_error(exc)))
+        item.update({"status": "INVALID_INPUT", "error": str(unexpected_error(exc))})
         return raw, item
 
 

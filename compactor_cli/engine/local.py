@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..errors import InvalidInputError, OutputError, UsageError
-from ..files.journal import CHECKPOINT_SECONDS, Journal, JournalBusy, fingerprint, journal_path
+from ..files.journal import CHECKPOINT_SECONDS, Checkpoint, Journal, JournalBusy, fingerprint, journal_path
 from ..files.records import CHANGED_INPUT, input_identity
 from ..files.sinks import (
     AtomicFile,
@@ -266,11 +266,11 @@ class _Batch:
 
     # ---------------------------------------------------------------- checkpoints
 
-    def _save(self, current: dict[str, Any] | None) -> None:
+    def _save(self, current: Checkpoint | None) -> None:
         assert self.journal is not None
         self.journal.save(done=sorted(self.committed), current=current, report=self.report.checkpoint())
 
-    def _resume_point(self, index: int, target: Target, display: str) -> dict[str, Any] | None:
+    def _resume_point(self, index: int, target: Target, display: str) -> Checkpoint | None:
         """The verified checkpoint to continue ``target`` from, or None to start it afresh (the
         report goes back to where the target began)."""
         cur = self.journal.current(index) if self.journal and self.journal.resumed else None
@@ -296,12 +296,13 @@ class _Batch:
             if unverified is None:
                 return cur
             problem = unverified
-        if not isinstance(cur.get("report_start"), dict):
+        report_start = cur.get("report_start")
+        if not isinstance(report_start, dict):
             raise UsageError("cannot resume: the journal is damaged; run again without --resume")
         self.emit(f"warning: {display}: cannot resume it ({problem}); starting it afresh")
         remove_partial(cur.get("partial"), target.path or "")
-        self.report.rollback(cur["report_start"])
-        return {"report_start": cur["report_start"]}
+        self.report.rollback(report_start)
+        return {"report_start": report_start}
 
     # ---------------------------------------------------------------- one input
 
@@ -333,7 +334,7 @@ class _Batch:
             if lock is not None:
                 lock.release()
 
-    def _run_locked(self, index: int, target: Target, display: str, resume: dict[str, Any] | None,
+    def _run_locked(self, index: int, target: Target, display: str, resume: Checkpoint | None,
                     report_start: dict[str, Any] | None) -> None:
         src = target.input.path
         journaled = self.journal is not None
@@ -355,8 +356,8 @@ class _Batch:
                     remove_stale_partials(target.path)  # we hold its lock: no other run writes them
                 sink = open_sink(target.path, mode_from=src if in_place else None,
                                  partial=resume["partial"] if resume else None,
-                                 resume_length=resume["output_length"] if resume else 0,
-                                 resume_crc=resume["output_crc"] if resume else 0)
+                                 resume_length=(resume["output_length"] or 0) if resume else 0,
+                                 resume_crc=(resume["output_crc"] or 0) if resume else 0)
                 if journaled and resume is None and isinstance(sink, AtomicFile):  # name the partial at once
                     self._save({"index": index, "input": fp, "input_offset": 0, "line": 1, "partial": sink.tmp,
                                 "output_length": 0, "output_crc": 0, "report_start": report_start})

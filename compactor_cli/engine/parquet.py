@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from ..files.records import Record
 from .batch import Configured, configure, output_of, processor_for
+from .report import ReportItem
 from .settings import Settings
 
 MESSAGES_COLUMN = "messages"
@@ -80,7 +81,8 @@ def _output_text(out: bytes | None) -> str | None:
 
 
 def compact_table(table: pa.Table, settings: Settings, *, source: str = "<parquet>", first_row: int = 1,
-                  messages_column: str = MESSAGES_COLUMN, json_column: str = JSON_COLUMN) -> tuple[pa.Table, list[dict]]:
+                  messages_column: str = MESSAGES_COLUMN,
+                  json_column: str = JSON_COLUMN) -> tuple[pa.Table, list[ReportItem]]:
     """(the output table: carried columns + ``json_column``, the report items) for one table or
     batch of rows. Items name each row ``source:row`` (``line`` is the 1-based row number). A row
     with a null record is written with a null ``json_column`` and has no item."""
@@ -91,7 +93,7 @@ def compact_table(table: pa.Table, settings: Settings, *, source: str = "<parque
     records = [Record(source, first_row + i, raw, "jsonl") for i, raw in enumerate(lines) if raw is not None]
     outcomes = iter(proc.outcomes(records))
     texts: list[str | None] = []
-    items: list[dict] = []
+    items: list[ReportItem] = []
     for raw in lines:
         if raw is None:
             texts.append(None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import orjson
 
@@ -23,6 +23,30 @@ EXIT_FAILED = 1  # some conversation or file failed (or --check / validate found
 EXIT_USAGE = 2  # bad options or arguments; nothing was processed
 EXIT_INTERRUPTED = 130
 EXIT_STDOUT_CLOSED = 141  # a reader closed our stdout (| head): stop quietly, as SIGPIPE would
+
+
+class ReportItem(TypedDict, total=False):
+    """One conversation's entry in the report (schemas/report.schema.json ``$defs/item``): the
+    keys every driver reads; a tier's details add their own report keys beside them."""
+
+    source: str
+    line: int | None
+    status: str
+    format: str
+    to: str
+    error: str
+    warnings: list[str]
+    warning_count: int
+    notes: list[str]
+    conversion_notes: list[str]
+    messages_before: int
+    messages_after: int
+    length_before: int
+    length_after: int
+    tokens_before: int | None
+    tokens_after: int | None
+    reclaimed_count: int
+    reclaimed_fraction: float
 
 
 class ReportError(OutputError):
@@ -130,7 +154,7 @@ class Report:
     def failed(self) -> int:
         return self.file_errors + sum(n for s, n in self.statuses.items() if Status(s).failed)
 
-    def add(self, item: dict[str, Any]) -> None:
+    def add(self, item: ReportItem) -> None:
         """Account for one conversation's item (see the schema for its fields)."""
         self.conversations += 1
         status = item["status"]
@@ -147,18 +171,19 @@ class Report:
                 self.fraction_n += 1
             self.length_before += item.get("length_before") or 0
             self.length_after += item.get("length_after") or 0
-            if item.get("tokens_before") is not None:
+            tokens_before = item.get("tokens_before")
+            if tokens_before is not None:
                 self.tokens_counted = True
-                self.tokens_before += item["tokens_before"]
+                self.tokens_before += tokens_before
                 self.tokens_after += item.get("tokens_after") or 0
         self._write_item(item)
 
     def add_file_error(self, source: str, error: str) -> None:
         """A file that could not be read at all (missing, unreadable, empty)."""
         self.file_errors += 1
-        self._write_item({"source": source, "line": None, "status": Status.INVALID_INPUT.value, "error": error})
+        self._write_item(ReportItem(source=source, line=None, status=Status.INVALID_INPUT.value, error=error))
 
-    def _write_item(self, item: dict[str, Any]) -> None:
+    def _write_item(self, item: ReportItem) -> None:
         if self._writer is None:
             return
         self._write((b"" if self._first_item else b",\n") + orjson.dumps(item))

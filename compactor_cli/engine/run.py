@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..status import Status
+from .report import ReportItem
 
 Emit = Callable[[str], None]
 #: Warning and error lines printed per run; the rest are counted in the summary and listed in --report.
@@ -69,7 +70,7 @@ class Console:
         elif warnings:
             self.warning(where, warnings[0], count)
 
-    def item(self, item: dict[str, Any]) -> None:
+    def item(self, item: ReportItem) -> None:
         """``record`` for a report item (what a Ray worker sends back)."""
         where = f"{item['source']}:{item['line']}" if item.get("line") is not None else item["source"]
         error = item.get("error") if item.get("error") is not None and Status(item["status"]).failed else None

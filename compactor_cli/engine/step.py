@@ -25,7 +25,9 @@ from ..model.conversation import estimated_message_length
 from ..model.hints import hint_for
 from ..model.tokens import MemoTokens, TokenCounter
 from ..status import Status
+from ..tiers.result import TierResult
 from ..tiers.toolcall import reclaim_tool_results
+from .report import ReportItem
 from .settings import Settings
 
 #: Warnings listed per item in the report; the count is always exact.
@@ -37,12 +39,12 @@ class Outcome:
     """The result of one record: bytes to write (``None``: nothing) and its report item."""
 
     out: bytes | None
-    item: dict[str, Any]
+    item: ReportItem
     warnings: list[str]
     error: str | None = None
 
 
-Result = tuple[dict, Status, dict[str, Any]]
+Result = TierResult
 Transform = Callable[[dict, Settings], Result | Awaitable[Result]]
 
 
@@ -134,7 +136,7 @@ def _finish(rec: Record, settings: Settings, counter: TokenCounter | None, dump:
     changed = new is not dump
     if "warning" in fields:
         warnings = warnings + [fields.pop("warning")]
-    item: dict[str, Any] = {"source": rec.source, "line": rec.line, "status": status.value, "format": codec.format}
+    item = ReportItem(source=rec.source, line=rec.line, status=status.value, format=codec.format)
     if codec.notes:  # what reading a log could not carry over
         item["conversion_notes"] = codec.notes
     before, after = dump["messages"], new["messages"]
@@ -143,7 +145,7 @@ def _finish(rec: Record, settings: Settings, counter: TokenCounter | None, dump:
     if "length_before" not in fields:
         item["length_before"] = estimated_message_length(before)
         item["length_after"] = estimated_message_length(after) if changed else item["length_before"]
-    item.update(fields)
+    item.update(fields)  # type: ignore[typeddict-item]  # a tier's details are report keys too
     if "tokens_before" in fields:
         pass  # the transform counted them already
     elif counter is not None:
@@ -182,7 +184,7 @@ def unexpected_error(exc: Exception) -> InvalidInputError:
 
 
 def _failed(rec: Record, exc: Exception, warnings: list[str]) -> Outcome:
-    item = {"source": rec.source, "line": rec.line, "status": Status.INVALID_INPUT.value, "error": str(exc)}
+    item = ReportItem(source=rec.source, line=rec.line, status=Status.INVALID_INPUT.value, error=str(exc))
     return Outcome(rec.raw, item, warnings, str(exc))
 
 

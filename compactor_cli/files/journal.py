@@ -23,7 +23,7 @@ import hashlib
 import os
 import stat
 import zlib
-from typing import Any
+from typing import Any, TypedDict
 
 import orjson
 
@@ -38,6 +38,33 @@ HEAD_BYTES = 1 << 16
 #: How many finished runs --resume still recognises (a line of 24 characters each).
 FINISHED_KEPT = 512
 
+
+
+class Checkpoint(TypedDict, total=False):
+    """Where one input stands in a journaled run: how far it was read (``input_offset``, the
+    next ``line``), its partial output (``partial``, ``output_length`` and ``output_crc`` of
+    what is in it), the report's state when the input began (``report_start``), and whether it
+    was being renamed into place (``committing``). ``finished``: the input needs nothing more."""
+
+    index: int
+    input: Any  # the input's fingerprint (size, mtime, a hash of its head)
+    input_offset: int
+    line: int
+    partial: str | None
+    output_length: int | None
+    output_crc: int | None
+    report_start: dict[str, Any] | None
+    committing: bool
+    finished: bool
+
+
+class JournalState(TypedDict):
+    """The journal file: the inputs done, the one in progress, the report's state."""
+
+    version: int
+    done: list[int]
+    current: Checkpoint | None
+    report: dict[str, Any] | None
 
 class JournalBusy(Exception):
     """Another run of the same command on the same paths holds the journal (``busy``), or the
@@ -105,7 +132,7 @@ class Journal:
             self.lock.acquire()
         except OutputError as exc:
             raise JournalBusy(str(exc), busy=str(exc).startswith("another xcompact run")) from None
-        self.state: dict[str, Any] = self._fresh()
+        self.state: JournalState = self._fresh()
         self.resumed = False
         self.problem: str | None = None
         #: --resume found no journal: the run finished (``finished``) or never checkpointed.
@@ -144,7 +171,7 @@ class Journal:
         self.lock.release()
 
     @staticmethod
-    def _fresh() -> dict[str, Any]:
+    def _fresh() -> JournalState:
         return {"version": VERSION, "done": [], "current": None, "report": None}
 
     def start_afresh(self) -> None:
@@ -155,12 +182,14 @@ class Journal:
     def done(self) -> set[int]:
         return set(self.state["done"])
 
-    def current(self, index: int) -> dict[str, Any] | None:
+    def current(self, index: int) -> Checkpoint | None:
+        """Where input ``index`` was when the run stopped. Read from a file that may have been
+        tampered with: every value is checked where it is used (engine/local.py)."""
         cur = self.state.get("current")
         return cur if cur and cur.get("index") == index else None
 
-    def save(self, **changes: Any) -> None:
-        self.state.update(changes)
+    def save(self, *, done: list[int], current: Checkpoint | None, report: dict[str, Any] | None) -> None:
+        self.state["done"], self.state["current"], self.state["report"] = done, current, report
         try:
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
             write_bytes_atomic(self.path, orjson.dumps(self.state))

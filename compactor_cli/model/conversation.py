@@ -19,6 +19,11 @@ from typing import Any, TypeGuard
 
 from ..errors import InvalidInputError
 
+#: A conversation as xcompact holds it (xun's dumps() form: "messages" and bookkeeping keys), and
+#: one of its messages: plain JSON objects, typed by these names where they cross a module.
+Dump = dict[str, Any]
+Message = dict[str, Any]
+
 KNOWN_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 #: Keys whose string values count towards ``estimated_message_length`` (as in xun).
 LENGTH_KEYS = frozenset({"content", "text", "reasoning", "reasoning_content"})
