@@ -71,7 +71,8 @@ def settings_for(command: str, **options: Any) -> Settings:
     return configure(command, **options).settings
 
 
-def _backend(values: dict[str, Any], explicit: set[str], dry_run: bool = False) -> tuple[Any, dict[str, Any], list[str]]:
+def _backend(values: dict[str, Any], explicit: set[str],
+             dry_run: bool = False) -> tuple[BackendConfig | None, dict[str, Any], list[str]]:
     """The summariser backend as a typed object, the parameters the report records, warnings.
     openai-only options given to the extractive backend are a usage error (``--backend
     extractive``) or a warning (``auto`` found no server)."""

@@ -68,7 +68,8 @@ def _open_journal(settings: Settings, io: RunIO, targets: list[Target], emit: Em
     streams = [t.input.path for t in targets if t.input.path == STDIN or is_special(t.input.path)]
     if streams and io.resume:  # a FIFO, <(...) or /dev/stdin cannot be read again from a checkpoint
         raise UsageError(f"--resume cannot continue {streams[0]}: it is a stream (stdin, a FIFO, <(...) or a "
-                         "device), which cannot be read a second time; save it to a file first, or run without --resume")
+                         "device), which cannot be read a second time; save it to a file first, or run without "
+                         "--resume")
     if io.resume and (io.api_ready or io.sidecar):
         raise UsageError("--resume cannot continue an --api-ready or --sidecar run: run it again without --resume")
     journaled = io.journal and settings.write_output and all(t.path is not None for t in targets) and not streams \

@@ -165,7 +165,8 @@ def _backend_opts(model_flag: str) -> list[Slot]:
                           "Retry-After."),
         click.option("--concurrency", type=click.IntRange(min=1, max=MAX_INT), default=None,
                      help="Model requests in flight at once (conversations summarised concurrently) [default: 4; 1 "
-                          "for a server on this machine, which serves one at a time unless started with parallel slots]."),
+                          "for a server on this machine, which serves one at a time unless started with parallel "
+                          "slots]."),
         click.option("--prompt-file", type=click.Path(exists=True, dir_okay=False), default=None,
                      help="File whose text replaces the summariser's instructions (the section format is kept)."),
         click.option("--summary-input-tokens", type=click.IntRange(min=1000, max=MAX_INT), default=None,
@@ -177,7 +178,8 @@ def _backend_opts(model_flag: str) -> list[Slot]:
                           "vLLM), json_object (with a schema: llama-cpp-python), markdown (headings); auto: "
                           "negotiated once per run, stepping down when the server refuses one. json = json_schema."),
         click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1), default=None,
-                     help="Seed sent with each request (with --temperature 0: the same answer on servers that honour it)."),
+                     help="Seed sent with each request (with --temperature 0: the same answer on servers that "
+                          "honour it)."),
         click.option("--cache-dir", default=None, help="Summary cache directory [default: ~/.cache/xcompact]."),
         click.option("--no-cache", is_flag=True, help="Do not read or write the summary cache."),
     ]

@@ -241,7 +241,8 @@ def _read_parquet_file(index: int, inp: InputPath, block_bytes: int, messages_co
     except OSError as exc:
         rows = _new_rows()
         for name, value in (("file", index), ("source", inp.source), ("relative", inp.relative), ("line", 0),
-                            ("offset", 0), ("raw", None), ("error", f"cannot read: {getattr(exc, 'strerror', None) or exc}")):
+                            ("offset", 0), ("raw", None),
+                            ("error", f"cannot read: {getattr(exc, 'strerror', None) or exc}")):
             rows[name].append(value)
         yield _table(rows)
         return
@@ -370,7 +371,8 @@ class JsonlLines(Datasource):
         return tasks
 
 
-def read_jsonl(paths: list[str] | str, *, block_bytes: int = BLOCK_BYTES, input_format: str = "auto") -> ray.data.Dataset:
+def read_jsonl(paths: list[str] | str, *, block_bytes: int = BLOCK_BYTES,
+               input_format: str = "auto") -> ray.data.Dataset:
     """The records of JSONL files, directories or URLs as a Dataset (see the module's doc).
     ``input_format``: the CLI's ``--from`` (a Claude Code or Codex log is one record)."""
     inputs = expand_inputs([paths] if isinstance(paths, str) else list(paths))
@@ -618,7 +620,8 @@ def run(settings: Settings | str, inputs: list[str] | str, output: str | None = 
         report.files = len(files)
         for batch in ds.iter_batches(batch_format="pyarrow", batch_size=None):
             cols = {c: batch.column(c).to_pylist() for c in ("source", "item", "error", "node")}
-            for source, item, error, node in zip(cols["source"], cols["item"], cols["error"], cols["node"], strict=True):
+            rows = zip(cols["source"], cols["item"], cols["error"], cols["node"], strict=True)
+            for source, item, error, node in rows:
                 if error is not None:
                     report.add_file_error(source, error)
                     lines.error(source, error)

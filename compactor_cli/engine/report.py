@@ -139,7 +139,8 @@ class Report:
 
     def checkpoint(self) -> dict[str, Any]:
         """Flush the report file; return the state a resumed run starts from."""
-        state = {name: (dict(getattr(self, name)) if name == "statuses" else getattr(self, name)) for name in self._STATE}
+        state = {name: (dict(getattr(self, name)) if name == "statuses" else getattr(self, name))
+                 for name in self._STATE}
         state["notes"] = list(self.notes)
         state["length"], state["crc"], state["partial"] = 0, 0, None
         if self._writer is not None:

@@ -191,7 +191,8 @@ def check_pairing(messages: list[dict]) -> Iterator[Problem]:
         if role == "tool":
             cid = m.get("tool_call_id")
             if cid is None:
-                yield Problem(f"/messages/{i}", "tool message has no tool_call_id; it cannot be paired or fetched back", False)
+                yield Problem(f"/messages/{i}", "tool message has no tool_call_id; it cannot be paired or fetched back",
+                              False)
             elif cid in open_calls:
                 del open_calls[cid]
             else:

@@ -16,7 +16,8 @@ from .conversation import Problem
 
 @cache
 def load_schema(name: str) -> dict:
-    return orjson.loads(resources.files("compactor_cli").joinpath("schemas").joinpath(f"{name}.schema.json").read_bytes())
+    schemas = resources.files("compactor_cli").joinpath("schemas")
+    return orjson.loads(schemas.joinpath(f"{name}.schema.json").read_bytes())
 
 
 @cache

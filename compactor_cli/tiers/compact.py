@@ -170,7 +170,8 @@ def check_conversation_size(dump: dict, policy: Policy, counter: TokenCounter) -
     status = Status.OVER_THRESHOLD if size > policy.threshold else Status.UNDER_THRESHOLD
     tokens = memo.conversation(dump["messages"])
     fields: dict[str, Any] = {"threshold": policy.threshold, "threshold_unit": policy.unit, "size_before": size,
-                              "size_source": source, "size_after": size, "tokens_before": tokens, "tokens_after": tokens}
+                              "size_source": source, "size_after": size, "tokens_before": tokens,
+                              "tokens_after": tokens}
     if status is Status.OVER_THRESHOLD:
         fields["over_by"] = size - policy.threshold
     return dump, status, fields
