@@ -7,7 +7,7 @@ sections and budget; backends only write text."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -15,7 +15,7 @@ class SummaryRequest:
     """What a backend summarises: the head messages, the replaced system prompt's text, the
     token budget, and (on a retry) how long the previous answer was."""
 
-    head: list[dict]
+    head: list[dict[str, Any]]
     system_text: str
     max_tokens: int
     previous_tokens: int | None = None

@@ -21,7 +21,7 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from ..errors import BackendError
 from ..model.conversation import content_text
@@ -177,7 +177,7 @@ class _Msg:
     calls: list[tuple[str, str]]  # (name, arguments) of tool calls
 
 
-def _messages(head: list[dict]) -> list[_Msg]:
+def _messages(head: list[dict[str, Any]]) -> list[_Msg]:
     """Each message's fields read once: role, text, who speaks, tool calls."""
     names: dict[str, str] = {}
     out = []
@@ -302,7 +302,7 @@ def fact_items(msgs: list[_Msg], limit: int | None = None) -> list[Item]:
     At most ``limit`` fact items are made (more could not fit the budget anyway)."""
     n = max(1, len(msgs))
     found: list[tuple[_Source, list[tuple[int, int, int]]]] = []  # (source, facts: start, end, unit)
-    shapes: Counter = Counter()
+    shapes: Counter[str] = Counter()
     items: list[Item] = []
     for src in _sources(msgs):
         msg = msgs[src.pos]
@@ -418,7 +418,7 @@ def _stats_line(msgs: list[_Msg], previous: list[str]) -> str:
     n_user = sum(1 for m in msgs if m.role == "user")
     n_tool = sum(1 for m in msgs if m.role == "tool")
     total = len(msgs)
-    tools: Counter = Counter(name for m in msgs for name, _ in m.calls)
+    tools: Counter[str] = Counter(name for m in msgs for name, _ in m.calls)
     for line in previous:  # an earlier round's counts add up with this one's
         m = _STATS.match(line)
         if m:

@@ -247,7 +247,7 @@ class OpenAIBackend:
             self.cache.close()
             self.cache = None
 
-    async def _complete(self, messages: list[dict], max_tokens: int, mode: str,
+    async def _complete(self, messages: list[dict[str, Any]], max_tokens: int, mode: str,
                         tally: _Tally) -> tuple[str, str | None]:
         """One chat completion with retries for transient failures. Returns (text, finish
         reason); counts requests in ``tally``. A JSON mode sends its ``response_format``; a
@@ -599,7 +599,7 @@ def _window_of(reason: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _chat(system: str, user: str) -> list[dict]:
+def _chat(system: str, user: str) -> list[dict[str, Any]]:
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 

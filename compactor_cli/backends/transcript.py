@@ -33,7 +33,7 @@ def _content_text(content: Any) -> str:
     return ""
 
 
-def render_message(m: dict, max_chars: int) -> str:
+def render_message(m: dict[str, Any], max_chars: int) -> str:
     """One message as a JSON line; tool and long contents are clipped to ``max_chars``."""
     obj: dict[str, Any] = {"role": m.get("role")}
     if m.get("name"):
@@ -80,7 +80,7 @@ def chunk_lines(lines: list[str], budget: int, count: Callable[[str], int]) -> l
     return chunks
 
 
-def render_head(head: list[dict], budget: int, count: Callable[[str], int], clip_chars: int) -> list[list[str]]:
+def render_head(head: list[dict[str, Any]], budget: int, count: Callable[[str], int], clip_chars: int) -> list[list[str]]:
     """Lines of the head, clipped so each line fits ``budget``, grouped into chunks."""
     lines = []
     for m in head:

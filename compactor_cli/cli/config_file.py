@@ -26,7 +26,7 @@ def _load_toml(path: str) -> dict[str, Any]:
             raise click.UsageError(f"reading {path} needs Python 3.11+ (or the tomli package)") from None
     try:
         with open(path, "rb") as fh:
-            return tomllib.load(fh)
+            return dict(tomllib.load(fh))
     except OSError as exc:
         raise click.UsageError(f"cannot read config {path}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:

@@ -45,7 +45,7 @@ class LoadedConversation:
 
     source: str
     line: int | None
-    dump: dict | None
+    dump: dict[str, Any] | None
     shape: str | None
     error: str | None = None
 
@@ -66,7 +66,7 @@ def parse_json(raw: bytes) -> Any:
         raise InvalidInputError(f"broken JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
 
 
-def parse_record(raw: bytes, exact: bool = False) -> tuple[dict, str]:
+def parse_record(raw: bytes, exact: bool = False) -> tuple[dict[str, Any], str]:
     """Bytes of one record -> (normalised dump, shape). ``exact`` uses the lossless parser."""
     return normalize_record(parse_exact(raw) if exact else parse_json(raw))
 
@@ -88,7 +88,7 @@ class _Exact:
             self.big_ints += 1
         return value
 
-    def pairs(self, pairs: list[tuple[str, Any]]) -> dict:
+    def pairs(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         obj = dict(pairs)
         if len(obj) != len(pairs):
             seen: set[str] = set()

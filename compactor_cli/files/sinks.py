@@ -62,7 +62,7 @@ def is_special(path: str) -> bool:
     return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
-def file_identity(path: str) -> tuple:
+def file_identity(path: str) -> tuple[Any, ...]:
     """What two names must share to be the same file: (dev, inode) if it exists, else its real path."""
     try:
         st = os.stat(path)

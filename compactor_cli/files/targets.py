@@ -11,6 +11,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import UsageError
 from .sinks import file_identity, is_special, is_stdout
@@ -130,7 +131,7 @@ def _output_targets(files: list[InputFile], inputs: list[str], output: str | Non
                              "OpenAI dump; name the output .json (or .jsonl)")
     input_ids = {file_identity(f.path): f.path for f in files if f.path != STDIN and not is_special(f.path)}
     targets: list[Target] = []
-    seen: dict[tuple, str] = {}
+    seen: dict[tuple[Any, ...], str] = {}
     for f in files:
         dest = os.path.join(output, output_name(f.relative)) if dir_mode and output is not None else output
         assert dest is not None

@@ -67,7 +67,7 @@ class Problem:
         return f"at {self.pointer}: {self.message}" if self.pointer else self.message
 
 
-def normalize_record(obj: Any) -> tuple[dict, str]:
+def normalize_record(obj: Any) -> tuple[dict[str, Any], str]:
     """Return ``(dump, form)`` where form is ``"object"`` or ``"list"``.
 
     Raises InvalidInputError when the record is neither a dumps() object nor a list.
@@ -83,7 +83,7 @@ def normalize_record(obj: Any) -> tuple[dict, str]:
         f"expected a dumps() object or a list of messages, got {_type_name(obj)}", "")
 
 
-def denormalize_record(dump: dict, form: str) -> Any:
+def denormalize_record(dump: dict[str, Any], form: str) -> Any:
     """Inverse of normalize_record: a list-form dump with no extra keys goes back to a list."""
     if form == "list" and list(dump.keys()) == ["messages"]:
         return dump["messages"]
@@ -163,7 +163,7 @@ def check_messages_shape(messages: Any, base: str = "/messages") -> Iterator[Pro
             yield from _check_other_keys(m, f"{base}/{i}", role)
 
 
-def _check_other_keys(m: dict, ptr: str, role: str) -> Iterator[Problem]:
+def _check_other_keys(m: dict[str, Any], ptr: str, role: str) -> Iterator[Problem]:
     if "name" in m and not isinstance(m["name"], str):
         yield Problem(f"{ptr}/name", f"name must be a string, got {_type_name(m['name'])}", True)
     for key in ("reasoning", "reasoning_content"):
@@ -179,7 +179,7 @@ def _check_other_keys(m: dict, ptr: str, role: str) -> Iterator[Problem]:
                       f"tool_call_id must be a string, got {_type_name(m['tool_call_id'])}", True)
 
 
-def check_pairing(messages: list[dict]) -> Iterator[Problem]:
+def check_pairing(messages: list[dict[str, Any]]) -> Iterator[Problem]:
     """Structural warnings: every tool result answers a call of the assistant message before it
     (only tool messages in between), every call gets a result, tool-call IDs are unique.
     Assumes check_messages_shape found nothing."""
@@ -214,7 +214,7 @@ def check_pairing(messages: list[dict]) -> Iterator[Problem]:
         yield Problem(f"/messages/{pending[cid]}", f"tool call {cid!r} has no result", False)
 
 
-def check_conversation(dump: dict) -> list[Problem]:
+def check_conversation(dump: dict[str, Any]) -> list[Problem]:
     """All problems of a normalised dump: fatal shape errors first; warnings only if none."""
     fatal = list(check_messages_shape(dump.get("messages")))
     if len(dump) > 1:  # the keys xcompact reads and writes besides messages (usually absent)
@@ -336,7 +336,7 @@ def _check_archive(value: Any) -> Iterator[Problem]:
                         yield from _check_replaced_value(key, replaced[key], f"{eptr}/replaced_keys/{key}")
 
 
-def _check_meta(value: Any, dump: dict) -> Iterator[Problem]:
+def _check_meta(value: Any, dump: dict[str, Any]) -> Iterator[Problem]:
     ptr = f"/{META_KEY}"
     if not isinstance(value, dict):
         yield Problem(ptr, f"{META_KEY} must be an object, got {_type_name(value)}", True)
@@ -394,7 +394,7 @@ def _check_aliases(value: Any, ptr: str) -> Iterator[Problem]:
             keys.add(entry["key"])
 
 
-def check_owned_keys(dump: dict) -> Iterator[Problem]:
+def check_owned_keys(dump: dict[str, Any]) -> Iterator[Problem]:
     """Shapes of ``tokens_used``, ``compacted_tool_results``, ``summarized_messages``,
     ``compaction_counter`` and ``xcompact`` (each may be absent)."""
     if "tokens_used" in dump:
@@ -428,7 +428,7 @@ def _length(obj: Any) -> int:
     return total
 
 
-def estimated_message_length(messages: list[dict]) -> int:
+def estimated_message_length(messages: list[dict[str, Any]]) -> int:
     """xun's estimate: characters of string values under content/text/reasoning/reasoning_content,
     recursing into nested dicts and lists. Cheap, model-free, good for ratios."""
     return _length(messages)

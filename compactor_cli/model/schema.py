@@ -15,9 +15,10 @@ from .conversation import Problem
 
 
 @cache
-def load_schema(name: str) -> dict:
+def load_schema(name: str) -> dict[str, Any]:
     schemas = resources.files("compactor_cli").joinpath("schemas")
-    return orjson.loads(schemas.joinpath(f"{name}.schema.json").read_bytes())
+    schema: dict[str, Any] = orjson.loads(schemas.joinpath(f"{name}.schema.json").read_bytes())
+    return schema
 
 
 @cache

@@ -118,14 +118,14 @@ class TokenCounter:
                        if isinstance(p, dict) and isinstance(p.get("text"), str))
         return 0
 
-    def message_overhead(self, m: dict) -> int:
+    def message_overhead(self, m: dict[str, Any]) -> int:
         """Everything of a message but its content."""
         n = TOKENS_PER_MESSAGE + self.short(m.get("role", ""))
         if len(m) > (2 if "content" in m else 1):  # role and content only: nothing more to count
             n += self._extras(m)
         return n
 
-    def _extras(self, m: dict) -> int:
+    def _extras(self, m: dict[str, Any]) -> int:
         n = 0
         name = m.get("name")
         if isinstance(name, str):
@@ -140,7 +140,7 @@ class TokenCounter:
                 n += TOKENS_PER_TOOL_CALL + self.short(fn.get("name") or "") + self.text(fn.get("arguments") or "")
         return n
 
-    def message(self, m: dict) -> int:
+    def message(self, m: dict[str, Any]) -> int:
         # hot path: one call per message of every record, so the common shapes are inlined
         role = m.get("role", "")
         n = self._short.get(role) if type(role) is str else None
@@ -154,7 +154,7 @@ class TokenCounter:
             n += self._extras(m)
         return n
 
-    def conversation(self, messages: list[dict]) -> int:
+    def conversation(self, messages: list[dict[str, Any]]) -> int:
         return REPLY_PRIMING + sum(self.message(m) for m in messages)
 
 
@@ -166,9 +166,9 @@ class MemoTokens:
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
-        self.memo: dict[int, tuple[dict, int]] = {}
+        self.memo: dict[int, tuple[dict[str, Any], int]] = {}
 
-    def message(self, m: dict) -> int:
+    def message(self, m: dict[str, Any]) -> int:
         hit = self.memo.get(id(m))
         if hit is not None and hit[0] is m:
             return hit[1]
@@ -176,7 +176,7 @@ class MemoTokens:
         self.memo[id(m)] = (m, n)
         return n
 
-    def conversation(self, messages: list[dict]) -> int:
+    def conversation(self, messages: list[dict[str, Any]]) -> int:
         total = REPLY_PRIMING
         memo = self.memo
         count = self.counter.message
