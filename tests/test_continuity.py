@@ -21,11 +21,11 @@ from compactor_cli.model.tokens import TokenCounter
 from compactor_cli.status import Status
 from compactor_cli.tiers.cut import NOTE_ID_CHARS
 from compactor_cli.tiers.summarize import summarize_dump
+from compactor_cli.tiers.restore import restore_conversation
 from compactor_cli.tiers.toolcall import (
     extract_tool_result,
     placeholder_for,
     reclaim_tool_results,
-    restore_conversation,
 )
 
 COUNTER = TokenCounter()

@@ -191,9 +191,7 @@ def test_reclaim_accepts_a_bare_list_of_messages():
 
 def test_restore_details_counts_placeholders_without_an_original():
     from compactor_cli.tiers.restore import restore_details
-    from compactor_cli.tiers.toolcall import restore_details as reexported
 
-    assert reexported is restore_details
     dump = tool_conv(n_tools=4)
     dropped, _ = reclaim_tool_results(dump, keep=1, keep_originals=False)
     out, restored, missing = restore_details(dropped)

@@ -15,7 +15,7 @@ from compactor_cli import (
     restore_conversation,
 )
 from compactor_cli.files.records import dump_bytes, parse_record
-from compactor_cli.tiers.restore import is_placeholder_of
+from compactor_cli.tiers.store import is_placeholder_of
 
 KEEP = st.integers(0, 6)
 

@@ -80,7 +80,8 @@ def chunk_lines(lines: list[str], budget: int, count: Callable[[str], int]) -> l
     return chunks
 
 
-def render_head(head: list[dict[str, Any]], budget: int, count: Callable[[str], int], clip_chars: int) -> list[list[str]]:
+def render_head(head: list[dict[str, Any]], budget: int, count: Callable[[str], int],
+                clip_chars: int) -> list[list[str]]:
     """Lines of the head, clipped so each line fits ``budget``, grouped into chunks."""
     lines = []
     for m in head:

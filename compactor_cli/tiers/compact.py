@@ -19,7 +19,7 @@ from ..model.tokens import MemoTokens, TokenCounter
 from ..status import Status
 from .cut import NotSmallerError, head_tool_counts
 from .options import DEFAULT_TOKEN_THRESHOLD, Policy, SummarizeOptions
-from .restore import remember as _remember
+from .store import remember as _remember
 from .summarize import summarize_conversation
 from .toolcall import reclaim_tool_results
 

@@ -14,7 +14,7 @@ from ..errors import BackendError
 from ..formats.rules import adjust_cut, forced_user
 from ..model.conversation import ARCHIVE_KEY, COUNTER_KEY, ORIGINALS_KEY, check_pairing, content_text
 from .options import DEFAULT_KEEP_RECENT
-from .restore import head_tool_counts, read_aliases, summarised_away_ids
+from .store import head_tool_counts, read_aliases, summarised_away_ids
 
 __all__ = ["ARCHIVE_KEY", "COUNTER_KEY", "Cut", "NotSmallerError", "build_summarised", "choose_cut_point",
            "compaction_note", "head_tool_counts", "validate_replacement"]
@@ -112,7 +112,7 @@ def _id_list(ids: list[str], tools: dict[str, str]) -> str:
 
 def away_tool_names(dump: dict) -> dict[str, str]:
     """Store key -> tool name, for the compaction note (from the calls in messages and archive)."""
-    from .restore import away_tools
+    from .store import away_tools
 
     return away_tools(dump)
 

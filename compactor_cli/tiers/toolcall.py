@@ -24,16 +24,13 @@ from ..model.conversation import (
     placeholder_for,
 )
 from .options import DEFAULT_KEEP
-from .restore import (
+from .store import (
     KeyAllocator,
     find_stored,
     head_tool_counts,
     is_placeholder_of,
     originals_key,
     read_aliases,
-    restore_conversation,
-    restore_details,
-    restore_tool_results,
     slot_key,
     tool_slots,
     with_aliases,
@@ -48,9 +45,6 @@ __all__ = [
     "originals_key",
     "placeholder_for",
     "reclaim_tool_results",
-    "restore_conversation",
-    "restore_details",
-    "restore_tool_results",
     "tool_result_keys",
 ]
 
