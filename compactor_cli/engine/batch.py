@@ -1,10 +1,10 @@
 """The CLI's per-record step as a batch function: JSONL lines in, output lines and report items out.
 
-This is what the command line runs for every record (``pipeline.process_record`` with the
-command's transform), exposed for engines that hold records themselves: Ray Data, Hugging Face
-``datasets``, Dask, a plain loop. For the same input line and the same options, the output bytes
-are the CLI's, byte for byte; a record that fails is passed through unchanged with an
-``INVALID_INPUT`` item, as the CLI does::
+This is what the command line runs for every record (``executors.Processor``: the per-record
+step of engine/step.py with the command's transform), exposed for engines that hold records
+themselves: Ray Data, Hugging Face ``datasets``, Dask, a plain loop. For the same input line
+and the same options, the output bytes are the CLI's, byte for byte; a record that fails is
+passed through unchanged with an ``INVALID_INPUT`` item, as the CLI does::
 
     from compactor_cli.batch import process_lines, report_for, settings_for
 
@@ -14,11 +14,11 @@ are the CLI's, byte for byte; a record that fails is passed through unchanged wi
     result.items     # one per record: the report item ({"source", "line", "status", ...})
     report_for(settings, result.items).totals()              # the report's totals and exit_code
 
-Options are defined once, by the command line's click options: ``settings_for`` takes the long
-flag names (``--keep-recent`` is ``keep_recent``, ``--no-tokens`` is ``no_tokens``, ``compact
---model`` is ``model``), fills in the same defaults and checks values the same way (a bad value is
-a ``UsageError`` with the CLI's message). A ``pyproject.toml`` or ``--config`` file is read by the
-command line only.
+Options are declared once (engine/params.py), for the command line and here: ``settings_for``
+takes the long flag names (``--keep-recent`` is ``keep_recent``, ``--no-tokens`` is
+``no_tokens``, ``compact --model`` is ``model``), fills in the same defaults and checks values
+the same way (a bad value is a ``UsageError`` with the CLI's message). A ``pyproject.toml`` or
+``--config`` file is read by the command line only.
 """
 
 from __future__ import annotations

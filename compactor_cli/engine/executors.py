@@ -1,7 +1,8 @@
-"""Three ways to map records to outcomes, all yielding in input order so output bytes never
-depend on them: in this process; in ``jobs`` worker processes (CPU-bound work, a bounded window
-in flight, so memory stays flat); as asyncio tasks in a bounded window (model calls). Workers
-take a JSONL file by byte ranges that they read themselves (the main process only writes
+"""Records to outcomes, always yielding in input order so output bytes never depend on how:
+``Processor`` in this process (one per ``Settings``: the vocabulary, the transform and its
+summariser made once; model calls as asyncio tasks in a bounded window), or ``ParallelOutcomes``
+in ``jobs`` worker processes (CPU-bound work, a bounded window in flight, so memory stays flat).
+Workers take a JSONL file by byte ranges that they read themselves (the main process only writes
 their output and reports), other inputs as batches of records.
 
 Worker processes die with their parent: a SIGKILL of the main process must not leave workers

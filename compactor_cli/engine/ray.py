@@ -10,7 +10,7 @@ U+2028/U+2029/U+0085 and reads each file whole, so neither is used. Here:
   (a record larger than that is a block of its own). Rows: ``file``, ``source``, ``relative``,
   ``line``, ``offset``, ``raw`` (the record's bytes, line end included), ``error`` (a file that
   cannot be read).
-- ``compact``: the CLI's per-record step (``batch.Processor``) over each block, as plain Ray tasks
+- ``compact``: the CLI's per-record step (``executors.Processor``) over each block, as plain Ray tasks
   (no actors: an actor pool that reserves CPUs starves the read tasks and hangs a small cluster).
   Adds ``out`` (the bytes the CLI writes) and ``item`` (the report item as JSON).
 - ``write_jsonl``: each block's output lines, per input, as one part

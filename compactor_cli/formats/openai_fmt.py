@@ -114,7 +114,7 @@ def _legacy_back(messages: list) -> list:
 
 
 class OpenAICodec(Codec):
-    """Today's pipeline behaviour: the bare-list / object shape rules of ``pipeline._serialise``."""
+    """Today's pipeline behaviour: the bare-list / object shape rules of ``engine.step``."""
 
     format = "openai"
 
