@@ -24,18 +24,10 @@ import compactor_cli
 PACKAGE = "compactor_cli"
 ROOT = Path(compactor_cli.__file__).resolve().parent
 
-# to be emptied by issue 15
-#: Edges that break the rule today: (importer, imported) -> where, and why / what fixes it.
-KNOWN: dict[tuple[str, str], str] = {
-}
-_P = "compactor_cli."
-#: Cycles of today, each as the set of its modules.
-KNOWN_CYCLES: set[frozenset[str]] = {frozenset(_P + m for m in c) for c in (
-)}
 
 #: Rank of each folder (first name under the package). Same rank, different folder: siblings.
 FOLDER_RANK = {"model": 0, "files": 1, "formats": 2, "backends": 2, "tiers": 3, "engine": 4, "cli": 6}
-#: Top-level modules: façades (rank 5) and the click modules that are cli's until they move into cli/.
+#: Top-level modules: the package, the façades at the documented paths (rank 5), the entry point.
 TOP_LEVEL = {"": ("facade", 5), "batch": ("facade", 5), "ray": ("facade", 5), "parquet": ("facade", 5),
              "__main__": ("__main__", 7)}
 #: Imported by anyone, import nothing of the package.
@@ -185,20 +177,13 @@ def test_modules_found() -> None:
 
 
 def test_layers() -> None:
-    """Every import goes to the module's own folder or a lower rank, unless KNOWN says why not."""
+    """Every import goes to the module's own folder or a lower rank: no exceptions."""
     bad = []
     for e in edges():
         rule = broken_rule(e.importer, e.imported)
-        if rule and (e.importer, e.imported) not in KNOWN:
+        if rule:
             bad.append(f"{e.importer} -> {e.imported} ({e.file}:{e.line}, {rule})")
     assert not bad, "imports that break the layer rule:\n" + "\n".join(bad)
-
-
-def test_known_edges_still_break_the_rule() -> None:
-    """A KNOWN entry that is gone or now allowed is stale: remove it, so the list only shrinks."""
-    present = {(e.importer, e.imported) for e in edges()}
-    stale = [f"{a} -> {b}" for a, b in KNOWN if (a, b) not in present or broken_rule(a, b) is None]
-    assert not stale, "stale KNOWN entries (remove them):\n" + "\n".join(stale)
 
 
 def _graph() -> dict[str, set[str]]:
@@ -257,15 +242,8 @@ def _circuits(graph: dict[str, set[str]], start: str, allowed: set[str], found: 
 
 def test_no_cycles() -> None:
     """The module graph, function-local and lazy ``__init__`` imports included, has no cycle."""
-    new = [c for c in cycles(_graph()) if frozenset(c) not in KNOWN_CYCLES]
+    new = cycles(_graph())
     assert not new, "import cycles:\n" + "\n".join(" -> ".join(_short(m) for m in c) for c in new)
-
-
-def test_known_cycles_still_exist() -> None:
-    """A KNOWN_CYCLES entry that is no longer a cycle is stale: remove it."""
-    present = {frozenset(c) for c in cycles(_graph())}
-    stale = [sorted(c) for c in KNOWN_CYCLES if c not in present]
-    assert not stale, "stale KNOWN_CYCLES entries (remove them):\n" + "\n".join(map(str, stale))
 
 
 OPTIONAL = ("ray", "pyarrow")
