@@ -199,13 +199,15 @@ def test_no_tokens_reports_null_tokens(runner, tmp_path):
     assert doc["items"][0]["tokens_before"] is None and doc["totals"]["tokens_before"] is None
 
 
-def test_unavailable_encoding_falls_back_once_with_a_warning(runner, tmp_path):
+def test_o200k_is_counted_exactly_offline_and_each_item_says_so(runner, tmp_path):
     report = tmp_path / "r.json"
     res = runner.invoke(cli, ["toolcall", "--encoding", "o200k_base", str(FIXTURES / "taubench_airline_5.jsonl"),
                               "--report", str(report)])
     assert res.exit_code == 0
-    assert res.stderr.count("approximate") == 1
-    assert orjson.loads(report.read_bytes())["totals"]["notes"]
+    assert "approximate" not in res.stderr
+    doc = orjson.loads(report.read_bytes())
+    assert not doc["totals"].get("notes")
+    assert {(i["encoding"], i["encoding_source"]) for i in doc["items"]} == {("o200k_base", "--encoding")}
 
 
 def test_extract_prints_the_original(runner, tmp_path):

@@ -1,7 +1,8 @@
-"""Token counting: the documented rule, the offline vocabulary, the fallback."""
+"""Token counting: the documented rule, the offline vocabularies."""
 
 from __future__ import annotations
 
+import pytest
 import tiktoken
 
 from compactor_cli.model.tokens import TokenCounter, load_encoding
@@ -13,9 +14,12 @@ def test_cl100k_is_exact_and_offline():
     assert enc.encode_ordinary("hello world, compaction!") == [15339, 1917, 11, 1391, 1335, 0]
 
 
-def test_missing_vocabulary_falls_back_to_bundled_cl100k():
-    counter = TokenCounter("o200k_base")  # the test cache dir is empty; no download is tried
-    assert not counter.exact and counter.name == "cl100k_base"
+def test_every_encoding_is_exact_offline_and_an_unknown_one_is_refused():
+    for name in ("o200k_base", "cl100k_base", "llama3", "qwen"):  # the test cache dir is empty: nothing downloaded
+        counter = TokenCounter(name)
+        assert counter.exact and counter.name == name
+    with pytest.raises(ValueError, match="unknown encoding"):
+        TokenCounter("p50k_base")
 
 
 def test_message_rule():

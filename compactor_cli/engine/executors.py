@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import InvalidInputError
 from ..files.records import CHANGED_INPUT, Record, input_identity
-from ..model.tokens import TokenCounter
+from ..model.tokens import Counters
 from .settings import Settings
 from .step import OPERATIONS, Outcome, Transform, process_record, process_record_async
 
@@ -35,13 +35,13 @@ BATCH_RECORDS = 512
 CHUNK_BYTES = int(os.environ.get("XCOMPACT_TEST_CHUNK_BYTES") or 4 * 2**20)
 
 
-def make_counter(settings: Settings) -> TokenCounter | None:
+def make_counter(settings: Settings) -> Counters | None:
     if not settings.count_tokens and settings.command not in MODEL_COMMANDS:
         return None
-    return TokenCounter(settings.encoding)
+    return Counters(settings.encoding, settings.conversation_model)  # vocabularies load on first use
 
 
-def make_transform(settings: Settings, counter: TokenCounter | None) -> tuple[Transform, Any]:
+def make_transform(settings: Settings, counter: Counters | None) -> tuple[Transform, Any]:
     """The record transform for the command, and its summary backend (or None)."""
     if settings.command == "compact":
         from ..tiers.compact import make_compact_transform

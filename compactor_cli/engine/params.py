@@ -14,7 +14,7 @@ import click
 
 from ..errors import UsageError
 from ..model.format_names import FORMATS
-from ..model.tokens import DEFAULT_ENCODING
+from ..model.tokens import AUTO, ENCODINGS
 from ..tiers.options import DEFAULT_KEEP, DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS
 
 F = Callable[..., Any]
@@ -62,8 +62,11 @@ report = click.option("--report", "report_path", metavar="PATH",
 quiet = click.option("-q", "--quiet", is_flag=True, help="No progress, warnings or summary on stderr; errors only.")
 strict = click.option("--strict", is_flag=True,
                       help="Treat broken tool pairing and repeated tool-call IDs as errors.")
-encoding = click.option("--encoding", default=DEFAULT_ENCODING, show_default=True,
-                        help="tiktoken encoding for token counts.")
+encoding = click.option("--encoding", type=click.Choice(ENCODINGS), default=AUTO, show_default=True,
+                        help="Vocabulary for token counts (exact, offline): o200k_base (GPT-4o/4.1/5, o-series), "
+                             "cl100k_base (GPT-4, GPT-3.5), llama3, qwen; auto: from the conversation's model "
+                             "(compact --model, else the model the record names), else cl100k_base. Claude "
+                             "models have no public tokenizer: cl100k_base, an approximation.")
 no_tokens = click.option("--no-tokens", is_flag=True, help="Do not count tokens (faster).")
 originals = click.option("--originals", type=click.Choice(["keep", "drop"]), default="keep", show_default=True,
                          help="Keep the originals of compacted content in the dump (for extract/restore), "

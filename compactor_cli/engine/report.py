@@ -45,6 +45,8 @@ class ReportItem(TypedDict, total=False):
     length_after: int
     tokens_before: int | None
     tokens_after: int | None
+    encoding: str  # only when not cl100k_base: the encoding that counted the tokens
+    encoding_source: str  # and how it was chosen (--encoding, model NAME (record|--model), default)
     reclaimed_count: int
     reclaimed_fraction: float
 

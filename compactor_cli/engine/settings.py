@@ -25,7 +25,8 @@ class Settings:
     keep_originals: bool = True
     strict: bool = False
     count_tokens: bool = True
-    encoding: str = "cl100k_base"
+    encoding: str = "auto"  # or one of model.tokens.ENCODINGS
+    conversation_model: str | None = None  # compact --model: the conversation's model, for --encoding auto
     write_output: bool = True  # False: validate, compact --check / --dry-run
     summary: SummarizeOptions | None = None  # summarize
     policy: Policy | None = None  # compact

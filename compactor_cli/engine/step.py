@@ -21,9 +21,10 @@ from typing import Any
 from ..errors import BackendError, InvalidInputError
 from ..files.records import Record, dump_bytes, lossless_problems
 from ..formats import Codec, parse_record
+from ..formats.base import conversation_model
 from ..model.conversation import estimated_message_length
 from ..model.hints import hint_for
-from ..model.tokens import MemoTokens, TokenCounter
+from ..model.tokens import DEFAULT_ENCODING, Counters, MemoTokens, TokenCounter, reset_chosen, set_chosen
 from ..status import Status
 from ..tiers.result import TierResult
 from ..tiers.toolcall import reclaim_tool_results
@@ -130,8 +131,17 @@ def _duplicates_error(duplicates: list[str]) -> InvalidInputError:
                              "one of its values: remove the duplicate and run again")
 
 
-def _finish(rec: Record, settings: Settings, counter: TokenCounter | None, dump: dict, codec: Codec,
-            warnings: list[str], result: Result, exact: bool) -> Outcome:
+def _choose(counters: Counters | None, dump: dict, codec: Codec) -> tuple[TokenCounter | None, str, str]:
+    """The counter for this record (``--encoding auto``: from the model it names), its encoding
+    and how it was chosen."""
+    if counters is None:
+        return None, "", ""
+    return counters.choose(conversation_model(dump, codec))
+
+
+def _finish(rec: Record, settings: Settings, chosen: tuple[TokenCounter | None, str, str], dump: dict,
+            codec: Codec, warnings: list[str], result: Result, exact: bool) -> Outcome:
+    counter, encoding, encoding_source = chosen
     new, status, fields = result
     changed = new is not dump
     if "warning" in fields:
@@ -154,6 +164,9 @@ def _finish(rec: Record, settings: Settings, counter: TokenCounter | None, dump:
         item["tokens_after"] = memo.conversation(after) if changed else item["tokens_before"]
     else:
         item["tokens_before"] = item["tokens_after"] = None
+    if counter is not None and encoding != DEFAULT_ENCODING:  # cl100k_base items read as they always have
+        item["encoding"] = encoding
+        item["encoding_source"] = encoding_source
     if warnings:
         item["warnings"] = warnings[:MAX_WARNINGS_LISTED]
         item["warning_count"] = len(warnings)
@@ -188,15 +201,20 @@ def _failed(rec: Record, exc: Exception, warnings: list[str]) -> Outcome:
     return Outcome(rec.raw, item, warnings, str(exc))
 
 
-def process_record(rec: Record, transform: Transform, settings: Settings, counter: TokenCounter | None,
+def process_record(rec: Record, transform: Transform, settings: Settings, counter: Counters | None,
                    exact: bool = False) -> Outcome:
     """Parse, check, transform and measure one record. A failed record is passed through
     byte for byte (``out`` is the raw input) so nothing is lost and JSONL lines stay aligned."""
     try:
         dump, codec, warnings = _prepare(rec, settings, exact)
-        result = transform(dump, settings)
+        chosen = _choose(counter, dump, codec)
+        token = set_chosen(chosen[0])
+        try:
+            result = transform(dump, settings)
+        finally:
+            reset_chosen(token)
         assert not inspect.isawaitable(result), "use process_record_async for coroutine transforms"
-        return _finish(rec, settings, counter, dump, codec, warnings, result, exact)
+        return _finish(rec, settings, chosen, dump, codec, warnings, result, exact)
     except _NeedsExact:
         return process_record(rec, transform, settings, counter, exact=True)
     except (InvalidInputError, BackendError) as exc:
@@ -206,14 +224,20 @@ def process_record(rec: Record, transform: Transform, settings: Settings, counte
 
 
 async def process_record_async(rec: Record, transform: Transform, settings: Settings,
-                               counter: TokenCounter | None, exact: bool = False) -> Outcome:
-    """process_record for transforms that await a model."""
+                               counter: Counters | None, exact: bool = False) -> Outcome:
+    """process_record for transforms that await a model. Each record runs in its own task, so
+    the counter chosen for it (a context variable) is its own."""
     try:
         dump, codec, warnings = _prepare(rec, settings, exact)
-        result = transform(dump, settings)
-        if inspect.isawaitable(result):
-            result = await result
-        return _finish(rec, settings, counter, dump, codec, warnings, result, exact)
+        chosen = _choose(counter, dump, codec)
+        token = set_chosen(chosen[0])
+        try:
+            result = transform(dump, settings)
+            if inspect.isawaitable(result):
+                result = await result
+        finally:
+            reset_chosen(token)
+        return _finish(rec, settings, chosen, dump, codec, warnings, result, exact)
     except _NeedsExact:
         return await process_record_async(rec, transform, settings, counter, exact=True)
     except (InvalidInputError, BackendError) as exc:

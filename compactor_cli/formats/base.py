@@ -94,3 +94,34 @@ class LogCodec(Codec):
 
     def to_native(self, dump: dict) -> Any:
         return dump
+
+
+def conversation_model(dump: dict, codec: Codec) -> str | None:
+    """The model a record or its format names, or None: an OpenAI dump's or a request's
+    ``model`` (Responses, Anthropic), a Codex rollout's ``turn_context`` model (the last one), a
+    Claude Code log's assistant ``message.model``, a mini-swe-agent trajectory's
+    ``info.config.model.model_name``."""
+    model = dump.get("model")
+    if isinstance(model, str) and model:
+        return model
+    source = dump.get("source")
+    models = source.get("models") if isinstance(source, dict) else None
+    if isinstance(models, list) and models and isinstance(models[-1], str):
+        return models[-1]
+    original = codec.original
+    if isinstance(original, dict):
+        model = original.get("model")
+        if isinstance(model, str) and model:
+            return model
+        info = original.get("info")
+        config = info.get("config") if isinstance(info, dict) else None
+        mconf = config.get("model") if isinstance(config, dict) else None
+        name = mconf.get("model_name") if isinstance(mconf, dict) else None
+        return name if isinstance(name, str) and name else None
+    if isinstance(original, list):  # a log's lines
+        for entry in original:
+            msg = entry.get("message") if isinstance(entry, dict) else None
+            model = msg.get("model") if isinstance(msg, dict) else None
+            if isinstance(model, str) and model and not model.startswith("<"):  # "<synthetic>"
+                return model
+    return None

