@@ -15,25 +15,18 @@ MAX_WARNING_LINES = 20
 MAX_ERROR_LINES = 20
 
 
-def approximate_warning(encoding: str) -> str:
-    return (f"the {encoding} vocabulary is not available offline; token counts use the bundled "
-            "cl100k_base and are approximate (put the file in TIKTOKEN_CACHE_DIR for exact counts)")
-
-
 def run_notes(encoding: str, counter: Any, backend: Any) -> list[str]:
-    """The report's notes for a run: approximate token counts, the summariser that answered."""
+    """The report's notes for a run: the summariser that answered. (Token counts are exact in
+    every encoding since issue 17, so there is no approximate-counts note any more; Claude's
+    approximation is documented, and its items read as cl100k_base items always have.)"""
     notes = []
-    if counter is not None and not counter.exact:
-        notes.append(f"token counts approximate: {encoding} unavailable, cl100k_base used")
     if backend is not None:
         notes.append(f"backend: {backend.name}" + (f", model {backend.model}" if backend.model else ""))
     return notes
 
 
 def start_report(report: Any, encoding: str, counter: Any, backend: Any, emit: Emit | None) -> None:
-    """Put the run's notes in the report; say on stderr (``emit``) when counts are approximate."""
-    if emit is not None and counter is not None and not counter.exact:
-        emit(f"warning: {approximate_warning(encoding)}")
+    """Put the run's notes in the report."""
     for note in run_notes(encoding, counter, backend):
         report.note(note)
 

@@ -1,4 +1,4 @@
-"""Token counts the way OpenAI counts chat messages, with tiktoken, offline.
+"""Token counts the way OpenAI counts chat messages, exact and offline.
 
 Rule (after OpenAI's cookbook "How to count tokens with tiktoken"): every message costs 3 tokens
 plus the tokens of its role, its content text (string, or the ``text`` of text parts; images and
@@ -80,6 +80,11 @@ def choose_encoding(option: str, model: str | None, origin: str = "record") -> t
         if found is not None:
             return found[0], f"model {model} ({origin})" + (", approximate" if found[1] else ""), found[1]
     return DEFAULT_ENCODING, "default", False
+
+
+def counter_for(encoding: str, model: str | None = None) -> TokenCounter:
+    """A counter for one conversation of ``model`` (``auto`` chooses from it): the library's."""
+    return TokenCounter(choose_encoding(encoding, model)[0])
 
 
 def load_encoding(name: str = DEFAULT_ENCODING) -> tuple[Any, bool]:

@@ -15,7 +15,7 @@ from ..backends.config import BackendConfig
 from ..backends.factory import make_backend
 from ..errors import UsageError
 from ..model.conversation import COUNTER_KEY, REPLACED_KEYS, estimated_message_length
-from ..model.tokens import MemoTokens, TokenCounter
+from ..model.tokens import MemoTokens, TokenCounter, counter_for
 from ..status import Status
 from .cut import NotSmallerError, head_tool_counts
 from .options import DEFAULT_TOKEN_THRESHOLD, Policy, SummarizeOptions
@@ -197,14 +197,15 @@ def compact_dump(dump: dict | list, policy: Policy | None = None, backend: Any =
                  encoding: str = "cl100k_base") -> tuple[dict, Status, dict[str, Any]]:
     """Library entry point: the tiered policy on a dumps() dict or a list of messages, by default
     with the offline extractive summariser (``backend`` as for summarize_dump). Returns (dump,
-    status, details with the rounds); the input is not modified."""
+    status, details with the rounds); the input is not modified. ``encoding``: one of
+    model.tokens.ENCODINGS; ``auto`` chooses from the dump's ``model``."""
     import asyncio
 
     from ..model.conversation import normalize_record
     from .summarize import run_and_close
 
     policy = policy or Policy()
-    counter = TokenCounter(encoding)
+    counter = counter_for(encoding, dump.get("model") if isinstance(dump, dict) else None)
     if backend is None or isinstance(backend, (str, BackendConfig)):
         backend = make_backend(backend, counter.text, policy.max_summary_tokens)
     dump, _ = normalize_record(dump)

@@ -15,7 +15,7 @@ from ..backends.factory import make_backend
 from ..backends.sections import canonical_summary
 from ..errors import BackendError
 from ..model.conversation import COUNTER_KEY, content_text
-from ..model.tokens import MemoTokens, TokenCounter
+from ..model.tokens import MemoTokens, TokenCounter, counter_for
 from ..status import Status
 from .cut import (
     NotSmallerError,
@@ -124,12 +124,13 @@ def summarize_dump(dump: dict | list, keep_recent: int = DEFAULT_KEEP_RECENT,
     """Library entry point: one summary round on a dumps() dict or a list of messages, by default
     with the offline extractive backend. ``backend`` is a backend object, a ``BackendConfig`` or
     a name ("extractive", "openai": OPENAI_API_KEY / OPENAI_BASE_URL from the environment, or
-    "auto"). Returns (dump, status, details); the input is not modified."""
+    "auto"). Returns (dump, status, details); the input is not modified. ``encoding``: one of
+    model.tokens.ENCODINGS; ``auto`` chooses from the dump's ``model``."""
     import asyncio
 
     from ..model.conversation import normalize_record
 
-    counter = TokenCounter(encoding)
+    counter = counter_for(encoding, dump.get("model") if isinstance(dump, dict) else None)
     if backend is None or isinstance(backend, (str, BackendConfig)):
         backend = make_backend(backend, counter.text, max_summary_tokens)
     dump, _ = normalize_record(dump)
