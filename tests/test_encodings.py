@@ -263,6 +263,13 @@ def test_a_claude_code_log_is_counted_with_cl100k_as_an_approximation(runner, tm
     assert encoding_for_model("claude-opus-4-6") == ("cl100k_base", True)
 
 
+@pytest.mark.skipif(not SHARED.is_dir(), reason=f"{SHARED} is not here (a clean clone)")
+def test_a_swe_agent_trajectory_is_counted_in_the_encoding_of_its_replay_config_model(runner, tmp_path):
+    path = SHARED / "raw" / "swe-agent" / "marshmallow-1867__function_calling.traj"
+    (item,) = _report(runner, tmp_path, "toolcall", str(path))["items"]
+    assert (item["encoding"], item["encoding_source"]) == ("o200k_base", "model gpt-4o (record)")
+
+
 def test_an_explicit_encoding_wins_over_the_model(runner, tmp_path):
     path = FIXTURES / "formats" / "codex_rollout.jsonl"
     (item,) = _report(runner, tmp_path, "toolcall", str(path), "--encoding", "qwen")["items"]

@@ -99,8 +99,8 @@ class LogCodec(Codec):
 def conversation_model(dump: dict, codec: Codec) -> str | None:
     """The model a record or its format names, or None: an OpenAI dump's or a request's
     ``model`` (Responses, Anthropic), a Codex rollout's ``turn_context`` model (the last one), a
-    Claude Code log's assistant ``message.model``, a mini-swe-agent trajectory's
-    ``info.config.model.model_name``."""
+    Claude Code log's assistant ``message.model``, a SWE-agent trajectory's
+    ``replay_config.agent.model.name``, a mini-swe-agent trajectory's ``info.config.model.model_name``."""
     model = dump.get("model")
     if isinstance(model, str) and model:
         return model
@@ -113,6 +113,19 @@ def conversation_model(dump: dict, codec: Codec) -> str | None:
         model = original.get("model")
         if isinstance(model, str) and model:
             return model
+        replay = original.get("replay_config")  # a SWE-agent trajectory: its run's config, often as JSON text
+        if isinstance(replay, str) and replay.lstrip().startswith("{"):
+            import json
+
+            try:
+                replay = json.loads(replay)
+            except ValueError:
+                replay = None
+        agent = replay.get("agent") if isinstance(replay, dict) else None
+        amodel = agent.get("model") if isinstance(agent, dict) else None
+        name = amodel.get("name") if isinstance(amodel, dict) else None
+        if isinstance(name, str) and name:
+            return name
         info = original.get("info")
         config = info.get("config") if isinstance(info, dict) else None
         mconf = config.get("model") if isinstance(config, dict) else None
