@@ -243,6 +243,9 @@ def test_compact_model_gpt_4o_counts_tau_bench_with_o200k(runner, tmp_path, refe
         messages = orjson.loads(line)["messages"]
         assert item["tokens_before"] == TokenCounter("o200k_base").conversation(messages)
     assert doc["parameters"]["model"] == "gpt-4o"
+    import jsonschema
+
+    jsonschema.validate(doc, json.loads((ROOT / "compactor_cli" / "schemas" / "report.schema.json").read_bytes()))
 
 
 def test_a_codex_rollout_is_counted_in_the_encoding_of_the_model_it_names(runner, tmp_path):
