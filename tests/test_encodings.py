@@ -254,15 +254,23 @@ def test_a_codex_rollout_is_counted_in_the_encoding_of_the_model_it_names(runner
     (item,) = _report(runner, tmp_path, "toolcall", str(path))["items"]
     assert (item["encoding"], item["encoding_source"]) == ("o200k_base", "model gpt-5-codex (record)")
     (plain,) = _report(runner, tmp_path, "toolcall", str(path), "--encoding", "cl100k_base")["items"]
-    assert "encoding" not in plain and plain["tokens_before"] != item["tokens_before"]
+    assert (plain["encoding"], plain["encoding_source"]) == ("cl100k_base", "--encoding")
+    assert plain["tokens_before"] != item["tokens_before"]
 
 
 def test_a_claude_code_log_is_counted_with_cl100k_as_an_approximation(runner, tmp_path):
-    """claude-opus-4-6 has no public tokenizer: cl100k_base, as before, so the item reads as before."""
+    """claude-opus-4-6 has no public tokenizer: cl100k_base's counts, and the report says they
+    are an approximation (the item, and one note for the run)."""
     path = FIXTURES / "formats" / "claude_code_session.jsonl"
-    (item,) = _report(runner, tmp_path, "toolcall", str(path))["items"]
-    (explicit,) = _report(runner, tmp_path, "toolcall", str(path), "--encoding", "cl100k_base")["items"]
-    assert "encoding" not in item and item == explicit
+    doc = _report(runner, tmp_path, "toolcall", str(path))
+    (item,) = doc["items"]
+    assert item["encoding"] == "cl100k_base" and item["encoding_approximate"] is True
+    assert item["encoding_source"].startswith("model claude-") and item["encoding_source"].endswith(", approximate")
+    assert any("approximate" in note and "Claude" in note for note in doc["totals"]["notes"])
+    explicit_doc = _report(runner, tmp_path, "toolcall", str(path), "--encoding", "cl100k_base")
+    (explicit,) = explicit_doc["items"]
+    assert "encoding_approximate" not in explicit and explicit["encoding_source"] == "--encoding"
+    assert explicit["tokens_before"] == item["tokens_before"] and not explicit_doc["totals"]["notes"]
     assert encoding_for_model("claude-opus-4-6") == ("cl100k_base", True)
 
 

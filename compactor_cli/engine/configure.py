@@ -10,7 +10,6 @@ from typing import Any
 
 from ..backends.config import BackendConfig, OpenAIConfig, choose_backend_name
 from ..errors import UsageError
-from ..model.tokens import AUTO, DEFAULT_ENCODING
 from .params import COMMANDS, OPENAI_ONLY, RUN_OPTIONS, click_command
 from .settings import Settings
 
@@ -137,13 +136,6 @@ def build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) ->
                       {**configured.parameters, "from": fmt}, configured.warnings)
 
 
-def _encoding_parameter(v: dict[str, Any]) -> str:
-    """The report's and journal's ``encoding``: the option's value; ``auto`` (the default) is
-    recorded as cl100k_base, the encoding it counts with when no model is named, so reports and
-    journals of runs without a model read as before (each item counted otherwise says so)."""
-    return DEFAULT_ENCODING if v["encoding"] == AUTO else str(v["encoding"])
-
-
 def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) -> Configured:
     v = values
     explicit = set(explicit)
@@ -153,11 +145,11 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) -
         settings = Settings("toolcall", keep=v["keep"], keep_originals=v["originals"] == "keep", strict=strict,
                             count_tokens=tokens, encoding=v["encoding"])
         return Configured(command, settings, dict(keep=v["keep"], originals=v["originals"], strict=strict,
-                                                  encoding=_encoding_parameter(v), tokens=tokens))
+                                                  encoding=v["encoding"], tokens=tokens))
     if command == "restore":
         tokens = not v["no_tokens"]
         return Configured(command, Settings("restore", strict=strict, count_tokens=tokens, encoding=v["encoding"]),
-                          dict(strict=strict, encoding=_encoding_parameter(v), tokens=tokens))
+                          dict(strict=strict, encoding=v["encoding"], tokens=tokens))
     if command == "validate":
         return Configured(command, Settings("validate", strict=strict, count_tokens=False, write_output=False),
                           dict(strict=strict))
@@ -170,7 +162,7 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) -
                                    preserve_system=v["preserve_system"], keep_originals=keep_originals)
         params.update(keep_recent=v["keep_recent"], max_summary_tokens=v["max_summary_tokens"],
                       preserve_system=v["preserve_system"], originals=v["originals"], strict=strict,
-                      encoding=_encoding_parameter(v))
+                      encoding=v["encoding"])
         return Configured(command, Settings("summarize", keep_originals=keep_originals, strict=strict,
                                             encoding=v["encoding"], summary=summary, backend=backend),
                           params, tuple(warnings))
@@ -198,7 +190,7 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) -
                       max_retries=v["max_retries"], max_summary_tokens=v["max_summary_tokens"],
                       preserve_system=v["preserve_system"], keep_originals=keep_originals, threshold_source=source,
                       model=v["conversation_model"], context_window=v["context_window"], check=check,
-                      dry_run=dry_run, originals=v["originals"], strict=strict, encoding=_encoding_parameter(v))
+                      dry_run=dry_run, originals=v["originals"], strict=strict, encoding=v["encoding"])
         settings = Settings("compact", keep=v["keep"], keep_originals=keep_originals, strict=strict,
                             encoding=v["encoding"], conversation_model=v["conversation_model"],
                             write_output=not (check or dry_run), policy=policy, check=check,

@@ -45,10 +45,16 @@ class ReportItem(TypedDict, total=False):
     length_after: int
     tokens_before: int | None
     tokens_after: int | None
-    encoding: str  # only when not cl100k_base: the encoding that counted the tokens
+    encoding: str  # the encoding that counted the tokens (when tokens were counted)
     encoding_source: str  # and how it was chosen (--encoding, model NAME (record|--model), default)
+    encoding_approximate: bool  # True: a model with no public tokenizer (Claude), counted with the nearest
     reclaimed_count: int
     reclaimed_fraction: float
+
+
+#: The run's note when some conversation was counted with a vocabulary not its model's own.
+APPROXIMATE_NOTE = ("token counts approximate for models without a public tokenizer (Claude): counted with "
+                    "cl100k_base (items with encoding_approximate)")
 
 
 class ReportError(OutputError):
@@ -166,6 +172,8 @@ class Report:
             self.check_failed = True
         warnings = item.get("warning_count") or len(item.get("warnings") or ())
         self.warnings += warnings
+        if item.get("encoding_approximate"):
+            self.note(APPROXIMATE_NOTE)
         self.warned_records += 1 if warnings else 0
         if status not in (Status.INVALID_INPUT.value,):
             self.reclaimed_count += item.get("reclaimed_count") or 0

@@ -24,7 +24,7 @@ from ..formats import Codec, parse_record
 from ..formats.base import conversation_model
 from ..model.conversation import estimated_message_length
 from ..model.hints import hint_for
-from ..model.tokens import DEFAULT_ENCODING, Counters, MemoTokens, TokenCounter, reset_chosen, set_chosen
+from ..model.tokens import Counters, MemoTokens, TokenCounter, reset_chosen, set_chosen
 from ..status import Status
 from ..tiers.result import TierResult
 from ..tiers.toolcall import reclaim_tool_results
@@ -131,17 +131,18 @@ def _duplicates_error(duplicates: list[str]) -> InvalidInputError:
                              "one of its values: remove the duplicate and run again")
 
 
-def _choose(counters: Counters | None, dump: dict, codec: Codec) -> tuple[TokenCounter | None, str, str]:
-    """The counter for this record (``--encoding auto``: from the model it names), its encoding
-    and how it was chosen."""
+def _choose(counters: Counters | None, dump: dict, codec: Codec) -> tuple[TokenCounter | None, str, str, bool]:
+    """The counter for this record (``--encoding auto``: from the model it names), its encoding,
+    how it was chosen, and whether its counts are an approximation (a model without a public
+    tokenizer)."""
     if counters is None:
-        return None, "", ""
+        return None, "", "", False
     return counters.choose(conversation_model(dump, codec))
 
 
-def _finish(rec: Record, settings: Settings, chosen: tuple[TokenCounter | None, str, str], dump: dict,
+def _finish(rec: Record, settings: Settings, chosen: tuple[TokenCounter | None, str, str, bool], dump: dict,
             codec: Codec, warnings: list[str], result: Result, exact: bool) -> Outcome:
-    counter, encoding, encoding_source = chosen
+    counter, encoding, encoding_source, approximate = chosen
     new, status, fields = result
     changed = new is not dump
     if "warning" in fields:
@@ -164,9 +165,11 @@ def _finish(rec: Record, settings: Settings, chosen: tuple[TokenCounter | None, 
         item["tokens_after"] = memo.conversation(after) if changed else item["tokens_before"]
     else:
         item["tokens_before"] = item["tokens_after"] = None
-    if counter is not None and encoding != DEFAULT_ENCODING:  # cl100k_base items read as they always have
+    if counter is not None:  # which vocabulary counted this conversation, and why
         item["encoding"] = encoding
         item["encoding_source"] = encoding_source
+        if approximate:
+            item["encoding_approximate"] = True
     if warnings:
         item["warnings"] = warnings[:MAX_WARNINGS_LISTED]
         item["warning_count"] = len(warnings)

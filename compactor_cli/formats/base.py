@@ -131,8 +131,10 @@ def conversation_model(dump: dict, codec: Codec) -> str | None:
         mconf = config.get("model") if isinstance(config, dict) else None
         name = mconf.get("model_name") if isinstance(mconf, dict) else None
         return name if isinstance(name, str) and name else None
-    if isinstance(original, list):  # a log's lines
-        for entry in original:
+    if isinstance(original, list):  # a log's events, (line, object) pairs: the latest model it names
+        for entry in reversed(original):
+            if isinstance(entry, tuple) and len(entry) == 2:
+                entry = entry[1]
             msg = entry.get("message") if isinstance(entry, dict) else None
             model = msg.get("model") if isinstance(msg, dict) else None
             if isinstance(model, str) and model and not model.startswith("<"):  # "<synthetic>"

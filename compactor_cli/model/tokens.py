@@ -252,12 +252,12 @@ class Counters(TokenCounter):
             c = self._made[encoding] = TokenCounter(encoding)
         return c
 
-    def choose(self, model: str | None, origin: str = "record") -> tuple[TokenCounter, str, str]:
-        """``(counter, encoding, how it was chosen)``."""
+    def choose(self, model: str | None, origin: str = "record") -> tuple[TokenCounter, str, str, bool]:
+        """``(counter, encoding, how it was chosen, approximate)``."""
         if self.model:
             model, origin = self.model, "--model"
-        encoding, source, _ = choose_encoding(self.requested, model, origin)
-        return self.get(encoding), encoding, source
+        encoding, source, approximate = choose_encoding(self.requested, model, origin)
+        return self.get(encoding), encoding, source, approximate
 
     def current(self) -> TokenCounter:
         c = _chosen.get()
