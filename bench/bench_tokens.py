@@ -52,7 +52,7 @@ def main() -> None:
     n = sum(len(enc.encode_ordinary(s)) for s in texts)
     dt = time.perf_counter() - t
     print(f"{len(texts)} texts, {sum(map(len, texts)) / 2**20:.1f} M chars, {n:,} tokens: "
-          f"tiktoken encode_ordinary {dt:.2f}s")
+          f"quicktok encode_ordinary {dt:.2f}s")
 
 
 if __name__ == "__main__":
