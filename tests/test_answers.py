@@ -13,7 +13,7 @@ import re
 import orjson
 import pytest
 from chat_server import ChatServer, Replay, Reply, json_summary, markdown_only, summary_text
-from conftest import FIXTURES, long_conv, read_jsonl
+from helpers import FIXTURES, long_conv, read_jsonl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_openai_backend import SECRET, run, write_convs

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import FIXTURES, long_conv, tool_conv
+from helpers import FIXTURES, long_conv, tool_conv
 from test_formats_native import ANTHROPIC, RESPONSES
 
 from compactor_cli.engine.apiready import API_KEYS

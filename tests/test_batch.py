@@ -10,7 +10,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import FIXTURES, tool_conv
+from helpers import FIXTURES, tool_conv
 
 from compactor_cli.batch import configure, option_defaults, process_lines, report_for, settings_for
 from compactor_cli.cli import cli

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import orjson
 from chat_server import ChatServer, Reply
-from conftest import long_conv
+from helpers import long_conv
 
 from compactor_cli.backends.cache import SummaryCache
 from compactor_cli.backends.sections import SECTIONS

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import FIXTURES
+from helpers import FIXTURES
 
 from compactor_cli.cli import cli
 

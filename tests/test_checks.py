@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import tool_conv
+from helpers import tool_conv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import conversations

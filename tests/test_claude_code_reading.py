@@ -11,7 +11,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import FIXTURES
+from helpers import FIXTURES
 
 SESSION = FIXTURES / "formats" / "claude_code_session.jsonl"
 

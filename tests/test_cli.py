@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import orjson
 import pytest
-from conftest import FIXTURES, ROOT, read_jsonl, tool_conv
+from helpers import FIXTURES, ROOT, read_jsonl, tool_conv
 
 from compactor_cli import ORIGINALS_KEY, placeholder_for
 from compactor_cli.cli import cli

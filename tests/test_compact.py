@@ -6,7 +6,7 @@ import asyncio
 
 import orjson
 import pytest
-from conftest import FIXTURES, long_conv, tool_conv
+from helpers import FIXTURES, long_conv, tool_conv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import conversations

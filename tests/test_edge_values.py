@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, tool_conv
+from helpers import FIXTURES, tool_conv
 
 from compactor_cli import InvalidInputError, UsageError, XCompactError, reclaim_tool_results
 from compactor_cli.batch import process_lines, settings_for

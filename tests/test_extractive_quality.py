@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 
 import orjson
 import pytest
-from conftest import FIXTURES, ROOT
+from helpers import FIXTURES, ROOT
 
 from compactor_cli.backends import SummaryRequest
 from compactor_cli.backends.extractive import ExtractiveBackend, dedupe_key

@@ -9,7 +9,7 @@ import re
 
 import orjson
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 from test_batch import hostile_lines
 
 from compactor_cli.cli import cli

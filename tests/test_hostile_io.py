@@ -16,7 +16,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import FIXTURES, ROOT, read_jsonl, tool_conv
+from helpers import FIXTURES, ROOT, read_jsonl, tool_conv
 
 from compactor_cli.cli import cli
 
@@ -416,7 +416,7 @@ def test_a_big_integer_in_a_rewritten_record_survives_exactly(runner, tmp_path):
 
 
 def _long_conv_files(tmp_path: Path) -> dict[str, Path]:
-    from conftest import long_conv
+    from helpers import long_conv
 
     conv = long_conv(6, 300)
     conv["note"] = "café ✓"

@@ -8,7 +8,7 @@ import asyncio
 import copy
 
 import pytest
-from conftest import long_conv, tool_conv
+from helpers import long_conv, tool_conv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import adversarial_dumps

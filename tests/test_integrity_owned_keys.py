@@ -8,7 +8,7 @@ import copy
 
 import orjson
 import pytest
-from conftest import long_conv, tool_conv
+from helpers import long_conv, tool_conv
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import TEXT, conversations

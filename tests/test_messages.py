@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import ROOT, long_conv, tool_conv
+from helpers import ROOT, long_conv, tool_conv
 
 from compactor_cli.cli import cli
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import FIXTURES, tool_conv
+from helpers import FIXTURES, tool_conv
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_formats_native import ANTHROPIC, RESPONSES

@@ -12,7 +12,7 @@ from contextlib import contextmanager, nullcontext
 import orjson
 import pytest
 from chat_server import ChatServer, Endpoint, Reply, summary_text
-from conftest import long_conv, read_jsonl
+from helpers import long_conv, read_jsonl
 
 from compactor_cli.backends import SummaryRequest
 from compactor_cli.backends.extractive import ExtractiveBackend

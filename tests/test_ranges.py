@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import tool_conv
+from helpers import tool_conv
 
 from compactor_cli.engine import executors as parallel
 

@@ -23,7 +23,7 @@ import pytest
 ray = pytest.importorskip("ray")
 pytest.importorskip("pyarrow")
 
-from conftest import ROOT  # noqa: E402
+from helpers import ROOT  # noqa: E402
 from test_batch import CASE_IDS, CASES, input_for, write_hostile  # noqa: E402
 
 from compactor_cli import ray as xray  # noqa: E402
@@ -317,7 +317,7 @@ def hub_table(n: int = 7):
     """Conversations as a Hub dataset stores them: ``messages`` a list of structs (one schema for
     all messages, so Arrow adds a null for every key a message lacks), with other columns."""
     import pyarrow as pa
-    from conftest import tool_conv
+    from helpers import tool_conv
 
     rows = []
     for i in range(n):

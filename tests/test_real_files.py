@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import FIXTURES, journals_dir, read_jsonl, tool_conv
+from helpers import FIXTURES, journals_dir, read_jsonl, tool_conv
 
 FORMATS_DIR = FIXTURES / "formats"
 AIRLINE = FIXTURES / "taubench_airline_5.jsonl"

@@ -15,7 +15,7 @@ import sys
 
 import orjson
 import pytest
-from conftest import FIXTURES
+from helpers import FIXTURES
 from llm import server as llm
 
 from compactor_cli.backends.openai_backend import _window_of

@@ -4,7 +4,7 @@ reused IDs, runs of user messages, huge single outputs, parallel calls."""
 from __future__ import annotations
 
 import pytest
-from conftest import FIXTURES, ROOT
+from helpers import FIXTURES, ROOT
 
 from compactor_cli import check_conversation, load_conversations, reclaim_tool_results, restore_conversation
 

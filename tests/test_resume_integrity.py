@@ -17,7 +17,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import ROOT, journals_dir, wait_for_checkpoint
+from helpers import ROOT, journals_dir, wait_for_checkpoint
 
 sys.path.insert(0, str(ROOT / "bench"))
 from generate import generate  # noqa: E402

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import FIXTURES, journals_dir, tool_conv, wait_for_checkpoint
+from helpers import FIXTURES, journals_dir, tool_conv, wait_for_checkpoint
 from test_resume_integrity import ARGS, _killed_run, _tamper, dataset  # noqa: F401  (a fixture)
 
 AIRLINE = FIXTURES / "taubench_airline_5.jsonl"

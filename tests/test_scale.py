@@ -11,7 +11,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import FIXTURES, ROOT, wait_for_checkpoint
+from helpers import FIXTURES, ROOT, wait_for_checkpoint
 
 from compactor_cli.cli import cli
 

@@ -7,7 +7,7 @@ import asyncio
 import copy
 
 import orjson
-from conftest import FIXTURES, long_conv, read_jsonl
+from helpers import FIXTURES, long_conv, read_jsonl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import conversations

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from conftest import tool_conv
+from helpers import tool_conv
 
 from compactor_cli import (
     ORIGINALS_KEY,
