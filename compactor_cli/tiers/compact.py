@@ -51,7 +51,7 @@ def resolve_threshold(token_threshold: int | None, message_threshold: int | None
 
 
 def measure(dump: dict, policy: Policy, memo: MemoTokens | None, observed_ok: bool = True) -> tuple[int, str]:
-    """(size, source): messages, or the dump's observed ``tokens_used``, else a tiktoken count."""
+    """(size, source): messages, or the dump's observed ``tokens_used``, else a token count."""
     if policy.message_threshold is not None:
         return len(dump["messages"]), "messages"
     observed = dump.get("tokens_used")
