@@ -180,6 +180,29 @@ def test_a_server_failure_does_not_take_the_next_round():
 
 
 # ---- CLI: --check, --dry-run, the report
+def test_check_names_each_offender_with_its_size_and_threshold_also_with_q(tmp_path):
+    """The CI gate's result: one stderr line per conversation over its threshold (file:line,
+    tokens, threshold), with and without -q; the report's items are the same offenders."""
+    import subprocess
+    import sys
+
+    src = FIXTURES / "taubench_airline_5.jsonl"
+    report = tmp_path / "r.json"
+    for quiet in ([], ["-q"]):
+        res = subprocess.run([sys.executable, "-m", "compactor_cli", "compact", "--check", "--token-threshold", "4000",
+                              str(src), "--report", str(report), *quiet], capture_output=True, text=True)
+        assert res.returncode == 1 and res.stdout == ""
+        doc = orjson.loads(report.read_bytes())
+        over = [i for i in doc["items"] if i["status"] == "OVER_THRESHOLD"]
+        assert over, "the fixture must have offenders at this threshold"
+        lines = [ln for ln in res.stderr.splitlines() if ln.startswith("over threshold: ")]
+        assert lines == [f"over threshold: {src}:{i['line']}: {i['size_before']} tokens > 4000" for i in over]
+        if quiet:
+            assert all(ln.startswith("over threshold: ") for ln in res.stderr.splitlines())
+        else:
+            assert f"{len(over)} over threshold" in res.stderr.splitlines()[-1]
+
+
 
 def test_check_writes_nothing_and_exits_1_when_over(runner, tmp_path):
     src = FIXTURES / "taubench_airline_5.jsonl"

@@ -260,6 +260,7 @@ class _Batch:
         """One record's outcome into the report and onto stderr."""
         self.report.add(outcome.item)
         self.console.record(where, outcome.error, outcome.warnings, len(outcome.warnings))
+        self.console.over_threshold(where, outcome.item)
 
     def _file_error(self, display: str, message: str) -> None:
         self.report.add_file_error(display, message)

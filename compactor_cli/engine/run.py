@@ -69,3 +69,11 @@ class Console:
         error = item.get("error") if item.get("error") is not None and Status(item["status"]).failed else None
         warnings = item.get("warnings") or []
         self.record(where, error, warnings, item.get("warning_count", len(warnings)))
+        self.over_threshold(where, item)
+
+    def over_threshold(self, where: str, item: Any) -> None:
+        """``compact --check``: name each conversation over its threshold, with its size and the
+        threshold, also under -q (the gate's offenders are its result, not a warning)."""
+        if item.get("status") == Status.OVER_THRESHOLD.value:
+            unit = item.get("threshold_unit") or "tokens"
+            self.emit(f"over threshold: {where}: {item.get('size_before')} {unit} > {item.get('threshold')}")
