@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from helpers import ROOT, long_conv, tool_conv
+from helpers import FIXTURES, ROOT, long_conv, tool_conv
 
 from compactor_cli.cli import cli
 
@@ -262,3 +262,27 @@ def test_summarize_dump_builds_the_openai_backend_from_its_name(monkeypatch):
     assert status == "SUMMARIZE_FAILED"
     assert details["backend"] == "openai" and details.get("error")
     assert new_dump == dump and json.dumps(dump) == before
+
+
+def test_warnings_summary_and_none_keep_errors_and_the_count_but_no_warning_lines(tmp_path):
+    """--warnings summary|none: a CI log without warning lines; errors, offenders and the summary's
+    count stay (all, the default, prints them as before)."""
+    import subprocess
+    import sys
+
+    src = FIXTURES / "taubench_airline_5.jsonl"  # two records hold repeated tool-call IDs: warnings
+    bad = tmp_path / "mixed.jsonl"
+    bad.write_bytes(src.read_bytes() + b'{"messages": 3}\n')
+    seen = {}
+    for mode in ("all", "summary", "none"):
+        res = subprocess.run([sys.executable, "-m", "compactor_cli", "compact", "--check", "--token-threshold", "4000",
+                              str(bad), "--warnings", mode], capture_output=True, text=True)
+        assert res.returncode == 1 and res.stdout == ""
+        lines = res.stderr.splitlines()
+        seen[mode] = lines
+        assert any(ln.startswith(f"error: {bad}:6: ") for ln in lines), lines  # the bad record, always
+        assert sum(ln.startswith("over threshold: ") for ln in lines) >= 1  # the gate's offenders, always
+        assert "4 warnings" in lines[-1] and "1 failed" in lines[-1]  # the summary still counts them
+    assert sum(ln.startswith("warning: ") for ln in seen["all"]) == 2
+    assert not any(ln.startswith("warning: ") for ln in seen["summary"] + seen["none"])
+

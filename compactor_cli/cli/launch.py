@@ -74,7 +74,8 @@ def run(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> None:
     if io.get("address"):
         raise click.UsageError("--address names a Ray cluster: use it with --engine ray")
     run_io(settings, RunIO(inputs=tuple(io["inputs"]), output=io.get("output"), in_place=io.get("in_place", False),
-                           report_path=io.get("report_path"), quiet=io.get("quiet", False), jobs=io.get("jobs") or 0,
+                           report_path=io.get("report_path"), quiet=io.get("quiet", False),
+                           warnings=io.get("warnings") or "all", jobs=io.get("jobs") or 0,
                            resume=io.get("resume", False),
                            parameters={**parameters, "config": ctx.meta.get("xcompact_config")},
                            api_ready=io.get("api_ready"), sidecar=io.get("sidecar")))
@@ -124,7 +125,8 @@ def _run_ray(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> N
     parameters = {**parameters, "config": ctx.meta.get("xcompact_config"), "engine": "ray"}
     try:
         code = run_cli(settings, inputs=list(io["inputs"]), output=io.get("output"), report_path=io.get("report_path"),
-                       address=io.get("address"), quiet=io.get("quiet", False), parameters=parameters, emit=emit)
+                       address=io.get("address"), quiet=io.get("quiet", False), parameters=parameters, emit=emit,
+                       warnings=io.get("warnings") or "all")
     except UsageError as exc:
         raise click.UsageError(str(exc)) from None
     except OutputError as exc:
@@ -153,7 +155,7 @@ def configured(command: str, kw: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         configured = build(command, values, explicit)
     except UsageError as exc:
         raise click.UsageError(str(exc)) from None
-    if not io.get("quiet"):
+    if not io.get("quiet") and io.get("warnings") != "none":
         for text in configured.warnings:
             emit(f"warning: {text}")
     return configured, io

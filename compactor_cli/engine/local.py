@@ -169,7 +169,7 @@ def _run_journaled(settings: Settings, io: RunIO, plan: Any, processor: Processo
 
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        batch = _Batch(settings, report, emit, io.quiet, progress, outcomes, journal)
+        batch = _Batch(settings, report, emit, io.quiet, progress, outcomes, journal, io.warnings)
         batch.side = side
         batch.run(plan.targets)
         closer()
@@ -198,7 +198,7 @@ def _run_journaled(settings: Settings, io: RunIO, plan: Any, processor: Processo
     if journal is not None:
         journal.finish()
     if not io.quiet:
-        for text in getattr(backend, "warnings", ()):  # e.g. a summary cache that could not be used
+        for text in getattr(backend, "warnings", ()) if io.warnings != "none" else ():  # e.g. an unusable cache
             emit(f"warning: {text}")
         emit(report.summary())
     return report.exit_code
@@ -243,8 +243,10 @@ class _Batch:
     """The loop over targets: locks, sinks, checkpoints, errors, warnings."""
 
     def __init__(self, settings: Settings, report: Report, emit: Emit, quiet: bool,
-                 progress: Callable[[int, str], Progress] | None, outcomes: Outcomes, journal: Journal | None) -> None:
-        self.settings, self.report, self.emit, self.console = settings, report, emit, Console(emit, quiet)
+                 progress: Callable[[int, str], Progress] | None, outcomes: Outcomes, journal: Journal | None,
+                 warnings: str = "all") -> None:
+        self.settings, self.report, self.emit = settings, report, emit
+        self.console = Console(emit, quiet, warnings)
         self.progress, self.outcomes, self.journal = progress, outcomes, journal
         self.committed: set[int] = journal.done if journal else set()
         self.side: dict[str, Any] = {}  # --api-ready: {"path"}; --sidecar: {"reader"}

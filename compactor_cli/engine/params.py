@@ -21,7 +21,7 @@ F = Callable[..., Any]
 #: Commands that run records through the per-record step (``extract`` prints one result instead).
 COMMANDS = ("toolcall", "summarize", "compact", "restore", "validate")
 #: Options that are about files and the run, not about a record (the batch function has none).
-RUN_OPTIONS = frozenset({"inputs", "output", "in_place", "report_path", "quiet", "jobs", "resume", "engine",
+RUN_OPTIONS = frozenset({"inputs", "output", "in_place", "report_path", "quiet", "warnings", "jobs", "resume", "engine",
                          "address", "api_ready", "sidecar"})
 #: Counts beyond 64 bits are refused at the edge (a report, a journal and the tiers store them as such).
 MAX_INT = 2**63 - 1
@@ -60,6 +60,12 @@ in_place = click.option("--in-place", is_flag=True, help="Replace each input ato
 report = click.option("--report", "report_path", metavar="PATH",
                       help="Write a JSON report (schemas/report.schema.json) to PATH.")
 quiet = click.option("-q", "--quiet", is_flag=True, help="No progress, warnings or summary on stderr; errors only.")
+#: How warnings reach stderr (errors and --check's offenders always do).
+WARNING_MODES = ("all", "summary", "none")
+warnings_option = click.option("--warnings", type=click.Choice(WARNING_MODES), default="all", show_default=True,
+                               help="Warning lines on stderr: all (each record's, the first 20, and the run's); "
+                                    "summary (records' warnings only counted in the summary line); none (no warning "
+                                    "lines at all). Errors and compact --check's offenders are always printed.")
 strict = click.option("--strict", is_flag=True,
                       help="Treat broken tool pairing and repeated tool-call IDs as errors.")
 encoding = click.option("--encoding", type=click.Choice(ENCODINGS), default=AUTO, show_default=True,
@@ -112,8 +118,8 @@ Decorator = Callable[[F], F]
 Slot = Decorator | str
 
 #: Inputs, where outputs go, the report, scale: every command that writes conversations.
-IO_OPTIONS: list[Slot] = [inputs, from_format, cc_history, output, in_place, report, quiet, strict, jobs, resume,
-                          engine, address, CONFIG]
+IO_OPTIONS: list[Slot] = [inputs, from_format, cc_history, output, in_place, report, quiet, warnings_option, strict,
+                          jobs, resume, engine, address, CONFIG]
 TOKEN_OPTIONS: list[Slot] = [encoding, no_tokens]
 #: Tier 2: where the cut goes and how big the summary may be.
 CUT_OPTIONS: list[Slot] = [
@@ -227,7 +233,7 @@ def _command_slots(command: str) -> list[Slot]:
     if command == "restore":
         return IO_OPTIONS + [sidecar] + TOKEN_OPTIONS
     if command == "validate":
-        return [inputs, from_format, cc_history, report, quiet, strict, engine, address, CONFIG]
+        return [inputs, from_format, cc_history, report, quiet, warnings_option, strict, engine, address, CONFIG]
     raise UsageError(f"unknown command {command!r}; expected one of {', '.join(COMMANDS)}")
 
 

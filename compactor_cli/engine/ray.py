@@ -572,8 +572,8 @@ def plan(settings: Settings, inputs: list[str] | str, output: str | None,
 
 def run(settings: Settings | str, inputs: list[str] | str, output: str | None = None, *,
         report_path: str | None = None, parameters: dict[str, Any] | None = None, quiet: bool = True,
-        emit: Callable[[str], None] | None = None, block_bytes: int = BLOCK_BYTES, messages_column: str = "messages",
-        json_column: str = "conversation_json", **options: Any) -> RunResult:
+        warnings: str = "all", emit: Callable[[str], None] | None = None, block_bytes: int = BLOCK_BYTES,
+        messages_column: str = "messages", json_column: str = "conversation_json", **options: Any) -> RunResult:
     """``xcompact COMMAND INPUT... -o OUTPUT --report REPORT`` on the connected Ray cluster (connect
     first, or one is started for the call). ``output``: a directory or URL prefix; each input's
     output is ``OUTPUT/<name>/part-*.jsonl``; a Parquet input's, ``OUTPUT/<name>/part-*.parquet``
@@ -603,7 +603,7 @@ def run(settings: Settings | str, inputs: list[str] | str, output: str | None = 
         report.abort()
         raise
     result = RunResult(report)
-    lines = Console(emit, quiet)
+    lines = Console(emit, quiet, warnings)
     try:
         start_report(report, settings.encoding, proc.counter, proc.backend, emit)
         ctx = ray.data.DataContext.get_current()
@@ -650,7 +650,7 @@ def run(settings: Settings | str, inputs: list[str] | str, output: str | None = 
 
 
 def run_cli(settings: Settings, *, inputs: list[str], output: str | None, report_path: str | None, address: str | None,
-            quiet: bool, parameters: dict[str, Any], emit: Callable[[str], None]) -> int:
+            quiet: bool, parameters: dict[str, Any], emit: Callable[[str], None], warnings: str = "all") -> int:
     """What ``xcompact COMMAND ... --engine ray`` runs; returns the exit code."""
     if address:
         parameters = {**parameters, "address": address}
@@ -660,7 +660,7 @@ def run_cli(settings: Settings, *, inputs: list[str], output: str | None, report
     cluster = connect(address, quiet)
     try:
         return run(settings, inputs, output, report_path=report_path, parameters=parameters, quiet=quiet,
-                   emit=emit).exit_code
+                   warnings=warnings, emit=emit).exit_code
     except ray.exceptions.RayError as exc:  # a task failed (e.g. an output it could not write): one line
         cause = getattr(exc, "cause", None) or exc
         emit(f"error: the Ray job failed: {type(cause).__name__}: {str(cause).strip().splitlines()[-1]}")

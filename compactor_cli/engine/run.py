@@ -33,10 +33,11 @@ def start_report(report: Any, encoding: str, counter: Any, backend: Any, emit: E
 
 class Console:
     """The run's stderr lines: every error (the first MAX_ERROR_LINES, then one line saying
-    there are more), the first warning of a record unless quiet (as many records)."""
+    there are more), the first warning of a record unless quiet or ``--warnings summary|none``
+    (as many records), and each ``--check`` offender."""
 
-    def __init__(self, emit: Emit, quiet: bool) -> None:
-        self.emit, self.quiet = emit, quiet
+    def __init__(self, emit: Emit, quiet: bool, warnings: str = "all") -> None:
+        self.emit, self.quiet, self.warnings = emit, quiet, warnings
         self.errored = self.warned = 0
 
     def error(self, where: str, message: str) -> None:
@@ -47,7 +48,7 @@ class Console:
             self.emit("error: more records failed; the summary counts them, --report lists them")
 
     def warning(self, where: str, first: str, count: int) -> None:
-        if self.quiet:
+        if self.quiet or self.warnings != "all":  # --warnings summary/none: counted in the summary only
             return
         self.warned += 1
         if self.warned <= MAX_WARNING_LINES:

@@ -46,6 +46,7 @@ class RunIO:
     in_place: bool = False
     report_path: str | None = None
     quiet: bool = False
+    warnings: str = "all"  # all | summary | none: which warning lines reach stderr (engine/run.py Console)
     jobs: int = 0
     resume: bool = False
     parameters: dict[str, Any] = field(default_factory=dict)  # as the report records them
