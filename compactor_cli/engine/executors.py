@@ -245,7 +245,7 @@ class Processor:
         """What the run adds to the report's notes (engine/run.py)."""
         from .run import run_notes
 
-        return run_notes(self.settings.encoding, self.counter, self.backend)
+        return run_notes(self.backend)
 
     def __call__(self, records: Iterable[Record]) -> Iterator[tuple[Record, Outcome]]:
         """(record, outcome) for each record, in order."""

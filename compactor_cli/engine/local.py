@@ -161,7 +161,7 @@ def _run_journaled(settings: Settings, io: RunIO, plan: Any, processor: Processo
     resumed = journal is not None and journal.resumed
     report = Report(command=settings.command, parameters=io.parameters, report_path=io.report_path,
                     resume_state=journal.state.get("report") if resumed and journal else None)
-    start_report(report, settings.encoding, processor.counter, backend, emit)
+    start_report(report, backend)
     outcomes, closer = _outcomes(settings, io, plan.targets, processor)
 
     def _terminate(signum: int, frame: Any) -> None:

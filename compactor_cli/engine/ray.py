@@ -605,7 +605,7 @@ def run(settings: Settings | str, inputs: list[str] | str, output: str | None = 
     result = RunResult(report)
     lines = Console(emit, quiet, warnings)
     try:
-        start_report(report, settings.encoding, proc.counter, proc.backend, emit)
+        start_report(report, proc.backend)
         ctx = ray.data.DataContext.get_current()
         ctx.execution_options.preserve_order = True
         ctx.enable_progress_bars = not quiet and sys.stderr.isatty()

@@ -15,19 +15,17 @@ MAX_WARNING_LINES = 20
 MAX_ERROR_LINES = 20
 
 
-def run_notes(encoding: str, counter: Any, backend: Any) -> list[str]:
-    """The report's notes for a run: the summariser that answered. (Token counts are exact in
-    every encoding since issue 17, so there is no approximate-counts note any more; Claude's
-    approximation is documented, and its items read as cl100k_base items always have.)"""
-    notes = []
-    if backend is not None:
-        notes.append(f"backend: {backend.name}" + (f", model {backend.model}" if backend.model else ""))
-    return notes
+def run_notes(backend: Any) -> list[str]:
+    """The report's notes for a run: the summariser that answered. (Counts are exact in every
+    encoding; a Claude conversation's approximation is noted by the report as its item comes.)"""
+    if backend is None:
+        return []
+    return [f"backend: {backend.name}" + (f", model {backend.model}" if backend.model else "")]
 
 
-def start_report(report: Any, encoding: str, counter: Any, backend: Any, emit: Emit | None) -> None:
+def start_report(report: Any, backend: Any) -> None:
     """Put the run's notes in the report."""
-    for note in run_notes(encoding, counter, backend):
+    for note in run_notes(backend):
         report.note(note)
 
 
