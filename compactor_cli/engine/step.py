@@ -24,7 +24,7 @@ from ..formats import Codec, parse_record
 from ..formats.base import conversation_model
 from ..model.conversation import estimated_message_length
 from ..model.hints import hint_for
-from ..model.tokens import Counters, MemoTokens, TokenCounter, reset_chosen, set_chosen
+from ..model.tokens import Counters, MemoTokens, TokenCounter, counting_with
 from ..status import Status
 from ..tiers.result import TierResult
 from ..tiers.toolcall import reclaim_tool_results
@@ -211,11 +211,8 @@ def process_record(rec: Record, transform: Transform, settings: Settings, counte
     try:
         dump, codec, warnings = _prepare(rec, settings, exact)
         chosen = _choose(counter, dump, codec)
-        token = set_chosen(chosen[0])
-        try:
+        with counting_with(chosen[0]):
             result = transform(dump, settings)
-        finally:
-            reset_chosen(token)
         assert not inspect.isawaitable(result), "use process_record_async for coroutine transforms"
         return _finish(rec, settings, chosen, dump, codec, warnings, result, exact)
     except _NeedsExact:
@@ -233,13 +230,10 @@ async def process_record_async(rec: Record, transform: Transform, settings: Sett
     try:
         dump, codec, warnings = _prepare(rec, settings, exact)
         chosen = _choose(counter, dump, codec)
-        token = set_chosen(chosen[0])
-        try:
+        with counting_with(chosen[0]):
             result = transform(dump, settings)
             if inspect.isawaitable(result):
                 result = await result
-        finally:
-            reset_chosen(token)
         return _finish(rec, settings, chosen, dump, codec, warnings, result, exact)
     except _NeedsExact:
         return await process_record_async(rec, transform, settings, counter, exact=True)

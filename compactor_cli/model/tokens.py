@@ -18,7 +18,8 @@ A vocabulary is loaded on first use and kept per encoding; quicktok is imported 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
@@ -282,10 +283,11 @@ class Counters(TokenCounter):
         return self.current().conversation(messages)
 
 
-def set_chosen(counter: TokenCounter | None) -> Any:
-    """Count with ``counter`` in this context (one record); returns the token for reset_chosen."""
-    return _chosen.set(counter)
-
-
-def reset_chosen(token: Any) -> None:
-    _chosen.reset(token)
+@contextmanager
+def counting_with(counter: TokenCounter | None) -> Iterator[None]:
+    """Inside the block (one record, in its own context or task), ``Counters`` count with ``counter``."""
+    token = _chosen.set(counter)
+    try:
+        yield
+    finally:
+        _chosen.reset(token)
