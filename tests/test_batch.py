@@ -151,9 +151,13 @@ def test_str_lines_without_line_ends_as_datasets_gives_them():
     as_bytes = process_lines([t.encode() + b"\n" for t in texts], "toolcall", keep=1)
     as_text = process_lines(texts, "toolcall", keep=1)
     def no_error(items):  # broken JSON is reported at "line 1 column N" without the line end, "line 2" with it
-        return [{k: v for k, v in i.items() if k != "error"} for i in items]
+        return [{k: v for k, v in i.items() if k not in ("error", "input_bytes", "output_bytes")} for i in items]
 
     assert no_error(as_text.items) == no_error(as_bytes.items)
+    # the sizes are of what was given (one newline less) and of what is given back
+    assert [i.get("input_bytes", 1) - 1 for i in as_bytes.items] == [i.get("input_bytes", 0) for i in as_text.items]
+    assert [i.get("output_bytes", len(o)) for i, o in zip(as_bytes.items, as_bytes.outputs)] == \
+        [len(o) for o in as_bytes.outputs]
     assert as_text.texts() == [o.decode()[:-1] for o in as_bytes.outputs]
     assert as_bytes.texts(keep_linebreaks=True) == [o.decode() for o in as_bytes.outputs]
     assert any("\u2028" in t for t in as_text.texts())  # a raw separator is not a line end
@@ -171,7 +175,7 @@ def test_u2028_inside_a_string_survives_a_rewrite_raw():
 def test_options_are_the_clis_names_defaults_and_checks():
     assert option_defaults("toolcall") == {"input_format": "auto", "claude_code_history": "since-compaction",
                                            "strict": False, "keep": 12, "originals": "keep",
-                                           "encoding": "auto", "no_tokens": False}
+                                           "encoding": "auto", "no_tokens": False, "dry_run": False}
     assert set(option_defaults("compact")) >= {"model", "summary_model", "token_threshold", "keep_recent", "check"}
     assert settings_for("compact", model="gpt-4o").policy.token_threshold == 89600  # 70% of gpt-4o's window
     with pytest.raises(UsageError, match="'--keep': -1 is not in the range"):

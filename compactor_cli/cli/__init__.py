@@ -76,13 +76,7 @@ def compact(**kw: Any) -> None:
     Example:
       xcompact compact fixtures/taubench_airline_5.jsonl --token-threshold 3000 --backend extractive -o compacted.jsonl
     """
-    configured, io = launch.configured("compact", kw)  # refuses --check with --dry-run first
-    if kw["check"] or kw["dry_run"]:
-        if kw.get("in_place") or kw.get("output"):
-            raise click.UsageError("--check and --dry-run write nothing: drop -o/--in-place")
-        if kw.get("resume"):
-            raise click.UsageError("--check and --dry-run write nothing to resume: drop --resume")
-    launch.run(configured.settings, io, configured.parameters)
+    launch.command("compact", kw)
 
 
 @cli.command()

@@ -152,9 +152,18 @@ def configured(command: str, kw: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     io["strict"] = values.get("strict", False)
     explicit = {k for k in values if _explicit(k)}
     try:
-        configured = build(command, values, explicit)
+        configured = build(command, values, explicit)  # refuses --check with --dry-run first
     except UsageError as exc:
         raise click.UsageError(str(exc)) from None
+    if values.get("check") or values.get("dry_run"):
+        flags = "--check and --dry-run write" if command == "compact" else "--dry-run writes"
+        if io.get("in_place") or io.get("output"):
+            raise click.UsageError(f"{flags} nothing: drop -o/--in-place")
+        if io.get("resume"):
+            raise click.UsageError(f"{flags} nothing to resume: drop --resume")
+        if io.get("api_ready"):
+            raise click.UsageError(f"{flags} nothing: drop --api-ready (a dry run reports the sizes of the "
+                                   "records as they would be written)")
     if not io.get("quiet") and io.get("warnings") != "none":
         for text in configured.warnings:
             emit(f"warning: {text}")

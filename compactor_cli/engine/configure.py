@@ -143,9 +143,10 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) -
     if command == "toolcall":
         tokens = not v["no_tokens"]
         settings = Settings("toolcall", keep=v["keep"], keep_originals=v["originals"] == "keep", strict=strict,
-                            count_tokens=tokens, encoding=v["encoding"])
+                            count_tokens=tokens, encoding=v["encoding"], write_output=not v["dry_run"],
+                            dry_run=v["dry_run"])
         return Configured(command, settings, dict(keep=v["keep"], originals=v["originals"], strict=strict,
-                                                  encoding=v["encoding"], tokens=tokens))
+                                                  encoding=v["encoding"], tokens=tokens, dry_run=v["dry_run"]))
     if command == "restore":
         tokens = not v["no_tokens"]
         return Configured(command, Settings("restore", strict=strict, count_tokens=tokens, encoding=v["encoding"]),
@@ -156,15 +157,17 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) -
     if command == "summarize":
         from ..tiers.options import SummarizeOptions
 
-        backend, params, warnings = _backend(v, explicit)
+        dry_run = v["dry_run"]
+        backend, params, warnings = _backend(v, explicit, dry_run=dry_run)
         keep_originals = v["originals"] == "keep"
         summary = SummarizeOptions(keep_recent=v["keep_recent"], max_summary_tokens=v["max_summary_tokens"],
                                    preserve_system=v["preserve_system"], keep_originals=keep_originals)
         params.update(keep_recent=v["keep_recent"], max_summary_tokens=v["max_summary_tokens"],
                       preserve_system=v["preserve_system"], originals=v["originals"], strict=strict,
-                      encoding=v["encoding"])
+                      encoding=v["encoding"], dry_run=dry_run)
         return Configured(command, Settings("summarize", keep_originals=keep_originals, strict=strict,
-                                            encoding=v["encoding"], summary=summary, backend=backend),
+                                            encoding=v["encoding"], summary=summary, backend=backend,
+                                            write_output=not dry_run, dry_run=dry_run),
                           params, tuple(warnings))
     if command == "compact":
         from ..tiers.compact import resolve_threshold
@@ -194,7 +197,7 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) -
         settings = Settings("compact", keep=v["keep"], keep_originals=keep_originals, strict=strict,
                             encoding=v["encoding"], conversation_model=v["conversation_model"],
                             write_output=not (check or dry_run), policy=policy, check=check,
-                            backend=backend)
+                            backend=backend, dry_run=dry_run)
         return Configured(command, settings, params, tuple(warnings))
     raise UsageError(f"unknown command {command!r}; expected one of {', '.join(COMMANDS)}")
 

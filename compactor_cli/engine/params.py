@@ -132,7 +132,7 @@ CUT_OPTIONS: list[Slot] = [
                  help="Keep the system prompt verbatim above the summary (Claude Code, Codex and OpenHands "
                       "keep it), or replace it by the summary as xun does."),
 ]
-#: compact's own: the trigger, the conversation's model, escalation and retries, --check / --dry-run.
+#: compact's own: the trigger, the conversation's model, escalation and retries, --check.
 THRESHOLD_OPTIONS: list[Slot] = [
     click.option("--token-threshold", type=click.IntRange(min=1, max=MAX_INT), default=None,
                  help="Compact conversations over this many tokens [default: 192000, or 70% of --model's window]."),
@@ -149,9 +149,12 @@ ROUND_OPTIONS: list[Slot] = [
     click.option("--max-retries", type=click.IntRange(min=0, max=MAX_INT), default=2, show_default=True,
                  help="Extra rounds when still over after a summary; each halves --keep and --keep-recent."),
     click.option("--check", is_flag=True, help="Write nothing; exit 1 when any conversation is over its threshold."),
-    click.option("--dry-run", is_flag=True,
-                 help="Run the policy in memory and report what would happen; write nothing, call no model."),
 ]
+#: Every writing command's --dry-run: the work done in memory, reported (output sizes included), nothing written.
+dry_run = click.option("--dry-run", is_flag=True,
+                       help="Do the work in memory and report what would happen, output sizes included; write "
+                            "nothing (no -o, --in-place or --resume) and call no model (the offline extractive "
+                            "summariser stands in).")
 
 
 def _backend_opts(model_flag: str) -> list[Slot]:
@@ -224,11 +227,11 @@ def _command_slots(command: str) -> list[Slot]:
     """Each record command's options, in --help order. ``compact`` names its summariser's model
     --summary-model, since its --model is the conversation's model (for the threshold)."""
     if command == "toolcall":
-        return IO_OPTIONS + [api_ready, keep, originals] + TOKEN_OPTIONS
+        return IO_OPTIONS + [api_ready, keep, originals, dry_run] + TOKEN_OPTIONS
     if command == "summarize":
-        return IO_OPTIONS + [api_ready] + CUT_OPTIONS + _backend_opts("--model") + [originals, encoding]
+        return IO_OPTIONS + [api_ready] + CUT_OPTIONS + _backend_opts("--model") + [originals, dry_run, encoding]
     if command == "compact":
-        return (IO_OPTIONS + [api_ready] + THRESHOLD_OPTIONS + [keep] + CUT_OPTIONS + ROUND_OPTIONS
+        return (IO_OPTIONS + [api_ready] + THRESHOLD_OPTIONS + [keep] + CUT_OPTIONS + ROUND_OPTIONS + [dry_run]
                 + _backend_opts("--summary-model") + [originals, encoding])
     if command == "restore":
         return IO_OPTIONS + [sidecar] + TOKEN_OPTIONS

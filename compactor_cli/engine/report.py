@@ -50,6 +50,8 @@ class ReportItem(TypedDict, total=False):
     encoding_approximate: bool  # True: a model with no public tokenizer (Claude), counted with the nearest
     reclaimed_count: int
     reclaimed_fraction: float
+    input_bytes: int  # the record as read
+    output_bytes: int  # the record as written (--dry-run: as it would have been)
 
 
 #: The run's note when some conversation was counted with a vocabulary not its model's own.
@@ -81,6 +83,9 @@ class Report:
     tokens_before: int = 0
     tokens_after: int = 0
     tokens_counted: bool = False
+    input_bytes: int = 0
+    output_bytes: int = 0
+    bytes_measured: bool = False  # some record was (or, with --dry-run, would have been) written
     check_failed: bool = False
     notes: list[str] = field(default_factory=list)
     warned_records: int = 0  # records with a warning (convert's summary; not checkpointed: convert is not journaled)
@@ -92,13 +97,18 @@ class Report:
     #: What a checkpoint saves, so a resumed run ends with the same totals.
     _STATE = ("statuses", "conversations", "files", "file_errors", "warnings", "reclaimed_count", "fraction_sum",
               "fraction_n", "length_before", "length_after", "tokens_before", "tokens_after", "tokens_counted",
-              "check_failed", "notes", "_first_item")
+              "input_bytes", "output_bytes", "bytes_measured", "check_failed", "notes", "_first_item")
 
     def __post_init__(self) -> None:
         state, self.resume_state = self.resume_state, None
         if state:
             for name in self._STATE:
-                setattr(self, name, Counter(state[name]) if name == "statuses" else state[name])
+                value = state.get(name, getattr(self, name))
+                setattr(self, name, Counter(value) if name == "statuses" else value)
+        elif self.parameters.get("dry_run"):
+            self.note("dry run: nothing was written; output_bytes are the sizes the records would have had"
+                      + ("; the offline extractive summariser stood in for any model"
+                         if self.command in ("summarize", "compact") else ""))
         if not self.report_path:
             return
         try:
@@ -187,6 +197,10 @@ class Report:
                 self.tokens_counted = True
                 self.tokens_before += tokens_before
                 self.tokens_after += item.get("tokens_after") or 0
+        if item.get("output_bytes") is not None:
+            self.bytes_measured = True
+            self.input_bytes += item.get("input_bytes", 0)
+            self.output_bytes += item["output_bytes"]
         self._write_item(item)
 
     def add_file_error(self, source: str, error: str) -> None:
@@ -225,6 +239,8 @@ class Report:
             "length_after": self.length_after,
             "tokens_before": self.tokens_before if self.tokens_counted else None,
             "tokens_after": self.tokens_after if self.tokens_counted else None,
+            "input_bytes": self.input_bytes if self.bytes_measured else None,
+            "output_bytes": self.output_bytes if self.bytes_measured else None,
             "notes": self.notes,
         }
 
@@ -273,4 +289,17 @@ class Report:
         if self.warnings:
             parts.append(f"{self.warnings} warning{'s' if self.warnings != 1 else ''}")
         parts.append(f"{self.failed} failed")
+        if self.parameters.get("dry_run") and self.bytes_measured:
+            parts.append(f"dry run, nothing written: the output would be {human_bytes(self.output_bytes)} "
+                         f"(input {human_bytes(self.input_bytes)})")
         return "; ".join(parts)
+
+
+def human_bytes(n: int) -> str:
+    """1,234,567 -> '1.2 MB' (decimal units, as ls -h --si)."""
+    size = float(n)
+    for unit in ("bytes", "kB", "MB", "GB", "TB"):
+        if size < 1000 or unit == "TB":
+            return f"{int(size)} bytes" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1000
+    raise AssertionError("unreachable")

@@ -27,7 +27,8 @@ class Settings:
     count_tokens: bool = True
     encoding: str = "auto"  # or one of model.tokens.ENCODINGS
     conversation_model: str | None = None  # compact --model: the conversation's model, for --encoding auto
-    write_output: bool = True  # False: validate, compact --check / --dry-run
+    write_output: bool = True  # False: validate, compact --check, --dry-run
+    dry_run: bool = False  # --dry-run: the output is made (and measured) but not written
     summary: SummarizeOptions | None = None  # summarize
     policy: Policy | None = None  # compact
     check: bool = False  # compact --check

@@ -174,13 +174,19 @@ def _finish(rec: Record, settings: Settings, chosen: tuple[TokenCounter | None, 
         item["warnings"] = warnings[:MAX_WARNINGS_LISTED]
         item["warning_count"] = len(warnings)
     out: bytes | None = None
-    if settings.write_output and (changed or codec.lossy):  # a log is written as the dump it was read into
+    writes = settings.write_output or settings.dry_run  # --dry-run: made and measured, not written
+    if writes and (changed or codec.lossy):  # a log is written as the dump it was read into
         duplicates = [] if codec.lossy else _lossless(rec, codec.original, exact)
         if duplicates:
             raise _duplicates_error(duplicates)
         out = dump_bytes(codec.to_native(new), rec.form, exact)
-    elif settings.write_output:
+    elif writes:
         out = rec.raw  # unchanged: the bytes as read
+    if out is not None:
+        item["input_bytes"] = len(rec.raw)
+        item["output_bytes"] = len(out)
+        if settings.dry_run:
+            out = None
     elif settings.command == "validate" and not codec.lossy:  # a record xcompact could not rewrite is not VALID
         duplicates = _lossless(rec, codec.original, exact)
         if duplicates:
