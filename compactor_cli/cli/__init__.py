@@ -18,6 +18,7 @@ from ..version import __version__
 from . import launch
 from .convert import convert
 from .launch import CONTEXT_SETTINGS, config_option, emit
+from .pages import report_command, show
 
 
 @click.group(context_settings=CONTEXT_SETTINGS)
@@ -188,6 +189,8 @@ def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no:
 
 
 cli.add_command(convert)
+cli.add_command(report_command)
+cli.add_command(show)
 
 
 def main() -> None:

@@ -74,7 +74,7 @@ def run(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> None:
     if io.get("address"):
         raise click.UsageError("--address names a Ray cluster: use it with --engine ray")
     run_io(settings, RunIO(inputs=tuple(io["inputs"]), output=io.get("output"), in_place=io.get("in_place", False),
-                           report_path=io.get("report_path"), quiet=io.get("quiet", False),
+                           report_path=io.get("report_path"), html=io.get("html"), quiet=io.get("quiet", False),
                            warnings=io.get("warnings") or "all", jobs=io.get("jobs") or 0,
                            resume=io.get("resume", False),
                            parameters={**parameters, "config": ctx.meta.get("xcompact_config")},
@@ -126,7 +126,7 @@ def _run_ray(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> N
     try:
         code = run_cli(settings, inputs=list(io["inputs"]), output=io.get("output"), report_path=io.get("report_path"),
                        address=io.get("address"), quiet=io.get("quiet", False), parameters=parameters, emit=emit,
-                       warnings=io.get("warnings") or "all")
+                       warnings=io.get("warnings") or "all", html=io.get("html"))
     except UsageError as exc:
         raise click.UsageError(str(exc)) from None
     except OutputError as exc:

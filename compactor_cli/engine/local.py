@@ -131,7 +131,7 @@ def run_command(settings: Settings, io: RunIO, emit: Emit,
     """Run a command over its inputs; return the exit code. Raises UsageError before any work
     for options that do not fit, ReportError when the report cannot be written."""
     plan = plan_run(list(io.inputs), io.output, io.in_place, io.report_path, settings.write_output,
-                    settings.input_format)
+                    settings.input_format, html_path=io.html)
     processor = Processor(settings)  # option problems surface here, before any work
     try:
         side = plan_sidecars(io, plan.targets)
@@ -160,7 +160,7 @@ def _run_journaled(settings: Settings, io: RunIO, plan: Any, processor: Processo
         _check_report_partial(journal, io, plan.targets, emit)
     resumed = journal is not None and journal.resumed
     report = Report(command=settings.command, parameters=io.parameters, report_path=io.report_path,
-                    resume_state=journal.state.get("report") if resumed and journal else None)
+                    html_path=io.html, resume_state=journal.state.get("report") if resumed and journal else None)
     start_report(report, backend)
     outcomes, closer = _outcomes(settings, io, plan.targets, processor)
 

@@ -21,8 +21,8 @@ F = Callable[..., Any]
 #: Commands that run records through the per-record step (``extract`` prints one result instead).
 COMMANDS = ("toolcall", "summarize", "compact", "restore", "validate")
 #: Options that are about files and the run, not about a record (the batch function has none).
-RUN_OPTIONS = frozenset({"inputs", "output", "in_place", "report_path", "quiet", "warnings", "jobs", "resume", "engine",
-                         "address", "api_ready", "sidecar"})
+RUN_OPTIONS = frozenset({"inputs", "output", "in_place", "report_path", "html", "quiet", "warnings", "jobs", "resume",
+                         "engine", "address", "api_ready", "sidecar"})
 #: Counts beyond 64 bits are refused at the edge (a report, a journal and the tiers store them as such).
 MAX_INT = 2**63 - 1
 
@@ -59,6 +59,9 @@ output = click.option("-o", "--output", metavar="PATH",
 in_place = click.option("--in-place", is_flag=True, help="Replace each input atomically with its output.")
 report = click.option("--report", "report_path", metavar="PATH",
                       help="Write a JSON report (schemas/report.schema.json) to PATH.")
+html = click.option("--html", "html", metavar="PATH",
+                    help="Write the dataset page to PATH: one self-contained HTML file (totals, statuses, charts, "
+                         "the largest conversations, failures and warnings) that opens offline.")
 quiet = click.option("-q", "--quiet", is_flag=True, help="No progress, warnings or summary on stderr; errors only.")
 #: How warnings reach stderr (errors and --check's offenders always do).
 WARNING_MODES = ("all", "summary", "none")
@@ -118,8 +121,8 @@ Decorator = Callable[[F], F]
 Slot = Decorator | str
 
 #: Inputs, where outputs go, the report, scale: every command that writes conversations.
-IO_OPTIONS: list[Slot] = [inputs, from_format, cc_history, output, in_place, report, quiet, warnings_option, strict,
-                          jobs, resume, engine, address, CONFIG]
+IO_OPTIONS: list[Slot] = [inputs, from_format, cc_history, output, in_place, report, html, quiet, warnings_option,
+                          strict, jobs, resume, engine, address, CONFIG]
 TOKEN_OPTIONS: list[Slot] = [encoding, no_tokens]
 #: Tier 2: where the cut goes and how big the summary may be.
 CUT_OPTIONS: list[Slot] = [
@@ -236,7 +239,7 @@ def _command_slots(command: str) -> list[Slot]:
     if command == "restore":
         return IO_OPTIONS + [sidecar] + TOKEN_OPTIONS
     if command == "validate":
-        return [inputs, from_format, cc_history, report, quiet, warnings_option, strict, engine, address, CONFIG]
+        return [inputs, from_format, cc_history, report, html, quiet, warnings_option, strict, engine, address, CONFIG]
     raise UsageError(f"unknown command {command!r}; expected one of {', '.join(COMMANDS)}")
 
 

@@ -573,6 +573,7 @@ def plan(settings: Settings, inputs: list[str] | str, output: str | None,
 def run(settings: Settings | str, inputs: list[str] | str, output: str | None = None, *,
         report_path: str | None = None, parameters: dict[str, Any] | None = None, quiet: bool = True,
         warnings: str = "all", emit: Callable[[str], None] | None = None, block_bytes: int = BLOCK_BYTES,
+        html: str | None = None,
         messages_column: str = "messages", json_column: str = "conversation_json", **options: Any) -> RunResult:
     """``xcompact COMMAND INPUT... -o OUTPUT --report REPORT`` on the connected Ray cluster (connect
     first, or one is started for the call). ``output``: a directory or URL prefix; each input's
@@ -596,7 +597,7 @@ def run(settings: Settings | str, inputs: list[str] | str, output: str | None = 
     else:
         report_fs, report_target, local_report = None, None, report_path  # type: ignore[assignment]
     proc = processor_for(settings)  # option problems surface here, on the driver, before any work
-    report = Report(command=settings.command, parameters=parameters or {}, report_path=local_report)
+    report = Report(command=settings.command, parameters=parameters or {}, report_path=local_report, html_path=html)
     try:
         cluster = connect(None, quiet)
     except BaseException:
@@ -650,17 +651,20 @@ def run(settings: Settings | str, inputs: list[str] | str, output: str | None = 
 
 
 def run_cli(settings: Settings, *, inputs: list[str], output: str | None, report_path: str | None, address: str | None,
-            quiet: bool, parameters: dict[str, Any], emit: Callable[[str], None], warnings: str = "all") -> int:
+            quiet: bool, parameters: dict[str, Any], emit: Callable[[str], None], warnings: str = "all",
+            html: str | None = None) -> int:
     """What ``xcompact COMMAND ... --engine ray`` runs; returns the exit code."""
     if address:
         parameters = {**parameters, "address": address}
     from .report import EXIT_FAILED
 
     plan(settings, inputs, output, report_path)  # usage errors before a cluster is started or joined
+    if html is not None and (_is_url(html) or os.path.isdir(html)):
+        raise UsageError(f"--html {html}: name a local file (the page is written on this machine)")
     cluster = connect(address, quiet)
     try:
         return run(settings, inputs, output, report_path=report_path, parameters=parameters, quiet=quiet,
-                   warnings=warnings, emit=emit).exit_code
+                   warnings=warnings, emit=emit, html=html).exit_code
     except ray.exceptions.RayError as exc:  # a task failed (e.g. an output it could not write): one line
         cause = getattr(exc, "cause", None) or exc
         emit(f"error: the Ray job failed: {type(cause).__name__}: {str(cause).strip().splitlines()[-1]}")

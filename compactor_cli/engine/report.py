@@ -90,6 +90,8 @@ class Report:
     notes: list[str] = field(default_factory=list)
     warned_records: int = 0  # records with a warning (convert's summary; not checkpointed: convert is not journaled)
     resume_state: dict[str, Any] | None = None
+    html_path: str | None = None  # --html PATH: the dataset page, written when the run ends
+    digest: Any = None  # pages.digest.DatasetDigest of the items, with --html
     _writer: AtomicFile | StreamFile | None = None
     _lock: Any = None
     _first_item: bool = True
@@ -101,6 +103,10 @@ class Report:
 
     def __post_init__(self) -> None:
         state, self.resume_state = self.resume_state, None
+        if self.html_path:
+            from ..pages.digest import DatasetDigest
+
+            self.digest = DatasetDigest.from_state(state.get("digest") if state else None)
         if state:
             for name in self._STATE:
                 value = state.get(name, getattr(self, name))
@@ -160,6 +166,8 @@ class Report:
         state = {name: (dict(getattr(self, name)) if name == "statuses" else getattr(self, name))
                  for name in self._STATE}
         state["notes"] = list(self.notes)
+        if self.digest is not None:
+            state["digest"] = self.digest.state()
         state["length"], state["crc"], state["partial"] = 0, 0, None
         if self._writer is not None:
             try:
@@ -209,6 +217,8 @@ class Report:
         self._write_item(ReportItem(source=source, line=None, status=Status.INVALID_INPUT.value, error=error))
 
     def _write_item(self, item: ReportItem) -> None:
+        if self.digest is not None:
+            self.digest.add(item)
         if self._writer is None:
             return
         self._write((b"" if self._first_item else b",\n") + orjson.dumps(item))
@@ -245,18 +255,30 @@ class Report:
         }
 
     def close(self) -> None:
-        """Finish the report file (atomic rename); safe to call once the run is over."""
-        if self._writer is None:
-            return
-        tail = b"\n]," + orjson.dumps({"totals": self.totals(), "exit_code": self.exit_code})[1:] + b"\n"
-        self._write(tail)
-        try:
-            self._writer.commit()
-        except OSError as exc:
-            self.abort()
-            raise ReportError(f"cannot write the report {self.report_path}: {exc.strerror or exc}") from None
-        self._writer = None
+        """Finish the report file (atomic rename) and write the page; safe to call once the run is over."""
+        if self._writer is not None:
+            tail = b"\n]," + orjson.dumps({"totals": self.totals(), "exit_code": self.exit_code})[1:] + b"\n"
+            self._write(tail)
+            try:
+                self._writer.commit()
+            except OSError as exc:
+                self.abort()
+                raise ReportError(f"cannot write the report {self.report_path}: {exc.strerror or exc}") from None
+            self._writer = None
         self._release()
+        if self.html_path and self.digest is not None:  # after the report: a page that fails loses no report
+            self._write_page(self.html_path)
+
+    def _write_page(self, path: str) -> None:
+        from ..pages.dataset import render_dataset_page, write_page
+
+        html = render_dataset_page(self.command, self.parameters, __version__, self.totals(), self.exit_code,
+                                   self.digest, source=self.report_path)
+        try:
+            write_page(path, html)
+        except OutputError as exc:
+            raise ReportError(str(exc)) from None
+        self.digest = None  # written once
 
     def abort(self, keep: bool = False) -> None:
         if self._writer is not None:

@@ -46,6 +46,7 @@ class RunIO:
     output: str | None = None
     in_place: bool = False
     report_path: str | None = None
+    html: str | None = None  # --html PATH: the dataset page
     quiet: bool = False
     warnings: str = "all"  # all | summary | none: which warning lines reach stderr (engine/run.py Console)
     jobs: int = 0

@@ -146,26 +146,27 @@ def _output_targets(files: list[InputFile], inputs: list[str], output: str | Non
     return targets
 
 
-def _check_report(report_path: str, files: list[InputFile], targets: list[Target]) -> None:
+def _check_report(report_path: str, files: list[InputFile], targets: list[Target], flag: str = "--report") -> None:
+    """The report (or the page) goes to a file of its own: not an input, not an output, not a directory."""
     if report_path == STDIN or is_stdout(report_path):
         if any(t.path is None for t in targets):
-            raise UsageError("--report - and the data would both go to stdout: give -o for the data")
+            raise UsageError(f"{flag} - and the data would both go to stdout: give -o for the data")
         return
     if os.path.isdir(report_path):
-        raise UsageError(f"--report {report_path} is a directory; name a file")
+        raise UsageError(f"{flag} {report_path} is a directory; name a file")
     if is_special(report_path):
         return  # /dev/null, a FIFO, a terminal: written into, nothing is replaced
     ident = file_identity(report_path)
     for f in files:
         if f.path != STDIN and not is_special(f.path) and file_identity(f.path) == ident:
-            raise UsageError(f"--report {report_path} is the input {f.path}: choose another report path")
+            raise UsageError(f"{flag} {report_path} is the input {f.path}: choose another path")
     for t in targets:
         if t.path is not None and not is_special(t.path) and file_identity(t.path) == ident:
-            raise UsageError(f"--report {report_path} is also the output of {t.input.path}: choose another path")
+            raise UsageError(f"{flag} {report_path} is also the output of {t.input.path}: choose another path")
 
 
 def plan_run(inputs: list[str], output: str | None, in_place: bool, report_path: str | None,
-             writes_data: bool = True, input_format: str = "auto") -> Plan:
+             writes_data: bool = True, input_format: str = "auto", html_path: str | None = None) -> Plan:
     """Decide each input's destination and check the report path against all of them."""
     files = expand_inputs(inputs)
     if in_place and output:
@@ -179,6 +180,12 @@ def plan_run(inputs: list[str], output: str | None, in_place: bool, report_path:
     if report_path is not None:
         data_on_stdout = writes_data and any(t.path is None for t in targets)
         _check_report(report_path, files, targets if data_on_stdout or writes_data else [])
+    if html_path is not None:
+        data_on_stdout = writes_data and any(t.path is None for t in targets)
+        _check_report(html_path, files, targets if data_on_stdout or writes_data else [], "--html")
+        if report_path is not None and ((is_stdout(report_path) and is_stdout(html_path))
+                                        or file_identity(report_path) == file_identity(html_path)):
+            raise UsageError(f"--report and --html both name {html_path}: give each its own file")
     return Plan(targets, report_path)
 
 

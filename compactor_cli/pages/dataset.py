@@ -1,0 +1,156 @@
+"""The dataset page: one self-contained HTML file for a run's report (``--html PATH`` on every
+record command, ``xcompact report REPORT.json --html PATH`` for a report already written).
+
+It holds totals, statuses, charts and top lists (pages/digest.py), so its size does not grow
+with the number of conversations; styles and charts are inline and nothing is fetched, so it
+opens offline, from file://, years later."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from ..errors import InvalidInputError, OutputError
+from ..status import Status
+from .digest import DatasetDigest
+
+
+def _environment() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("compactor_cli.pages", "templates"),
+                             autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.globals["pct"] = _pct
+    return env
+
+
+def _pct(x: float) -> str:
+    return f"{x:.1%}"
+
+
+def _num(x: int | None) -> str:
+    return "—" if x is None else f"{x:,}"
+
+
+def headline(totals: dict[str, Any]) -> str:
+    """One line of what the run did, from its totals."""
+    parts = [", ".join(f"{n:,} {s.lower().replace('_', ' ')}" for s, n in sorted(totals["statuses"].items()))]
+    if totals.get("tokens_before") is not None:
+        parts.append(f"tokens {totals['tokens_before']:,} → {totals['tokens_after']:,}")
+    parts.append(f"{totals['total_reclaimed_fraction']:.1%} of estimated length reclaimed")
+    parts.append(f"{totals['failed']:,} failed")
+    return "; ".join(p for p in parts if p)
+
+
+def _cards(totals: dict[str, Any]) -> list[dict[str, Any]]:
+    tokens = totals.get("tokens_before") is not None
+    cards = [
+        dict(key="conversations", label="conversations", value=_num(totals["conversations"]),
+             sub=f"in {totals['files']:,} file{'s' if totals['files'] != 1 else ''}"),
+        dict(key="failed", label="failed", value=_num(totals["failed"]),
+             sub=f"{totals.get('file_errors', 0):,} unreadable files" if totals.get("file_errors") else ""),
+        dict(key="warnings", label="warnings", value=_num(totals.get("warnings", 0)), sub=""),
+    ]
+    if tokens:
+        cards += [dict(key="tokens_before", label="tokens before", value=_num(totals["tokens_before"]), sub=""),
+                  dict(key="tokens_after", label="tokens after", value=_num(totals["tokens_after"]),
+                       sub=(f"{1 - totals['tokens_after'] / totals['tokens_before']:.1%} fewer"
+                            if totals["tokens_before"] else ""))]
+    cards += [
+        dict(key="total_reclaimed_fraction", label="length reclaimed", value=_pct(totals["total_reclaimed_fraction"]),
+             sub=f"mean per conversation {_pct(totals['mean_reclaimed_fraction'])}"),
+        dict(key="reclaimed_count", label="tool results reclaimed", value=_num(totals["reclaimed_count"]), sub=""),
+    ]
+    if totals.get("output_bytes") is not None:
+        cards += [dict(key="input_bytes", label="bytes read", value=_num(totals["input_bytes"]), sub=""),
+                  dict(key="output_bytes", label="bytes written", value=_num(totals["output_bytes"]), sub="")]
+    return cards
+
+
+def render_dataset_page(command: str, parameters: dict[str, Any], version: str, totals: dict[str, Any],
+                        exit_code: int, digest: DatasetDigest, source: str | None = None,
+                        summary: str | None = None) -> str:
+    """The page's HTML for a finished run (its report's head, totals and exit code, and the
+    digest of its items)."""
+    from markupsafe import Markup
+
+    from . import charts
+
+    unit = "tokens" if totals.get("tokens_before") is not None else "characters"
+    points = digest.points()
+    svgs = [charts.status_bars(totals["statuses"])] if totals["statuses"] else []
+    if any(digest.fraction_bins):
+        svgs.append(charts.fraction_histogram(digest.fraction_bins))
+    if points:
+        svgs.append(charts.before_after(points, unit, len(points), digest.sized))
+    largest = digest.largest_first()
+    if largest:
+        svgs.append(charts.largest_bars(largest, unit))
+    problems = [
+        dict(id="failures", title="Failures", count=digest.failure_count, headers=["conversation", "status", "error"],
+             rows=digest.failures),
+        dict(id="warnings", title="Conversations with warnings", count=digest.warning_records,
+             headers=["conversation", "first warning", "warnings"], rows=digest.warnings),
+    ]
+    if digest.offender_count or parameters.get("check"):
+        problems.insert(0, dict(id="offenders", title="Over the threshold (--check)", count=digest.offender_count,
+                                headers=["conversation", "size", "unit", "threshold"], rows=digest.offenders))
+    shown = {k: v for k, v in parameters.items() if v is not None}
+    return _environment().get_template("dataset.html.j2").render(
+        title=f"xcompact {command}: {totals['conversations']:,} conversations", command=command, version=version,
+        exit_code=exit_code, source=source, summary=summary or headline(totals), totals=totals,
+        cards=_cards(totals), statuses=sorted(totals["statuses"].items(), key=lambda kv: (-kv[1], kv[0])),
+        failed_statuses={s.value for s in Status if s.failed}, charts=[Markup(svg) for svg in svgs],
+        largest=largest, unit=unit, problems=problems,
+        parameters=sorted((k, v if isinstance(v, str) else orjson.dumps(v).decode()) for k, v in shown.items()),
+        notes=totals.get("notes") or [])
+
+
+def write_page(path: str, html: str) -> None:
+    """Write a page atomically (a special file is written into); OutputError when it cannot be."""
+    from ..files.sinks import open_sink
+
+    sink = open_sink(None if path == "-" else path)
+    try:
+        sink.write(html.encode("utf-8"))
+        sink.commit()
+    except OSError as exc:
+        sink.abort()
+        raise OutputError(f"cannot write the page {path}: {exc.strerror or exc}") from None
+    except BaseException:
+        sink.abort()
+        raise
+
+
+def read_report(path: str) -> tuple[dict[str, Any], DatasetDigest]:
+    """A JSON report written by xcompact -> (its document without the items, their digest).
+    InvalidInputError, naming the file and the problem, for anything else."""
+    from ..files.records import parse_json
+    from ..model.schema import schema_problems
+
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise InvalidInputError(f"{path}: cannot read the report: {exc.strerror or exc}") from None
+    try:
+        doc = parse_json(raw)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{path}: not a JSON report ({exc}); a run still going or killed leaves none: "
+                                "run it to the end with --report PATH") from None
+    if not isinstance(doc, dict) or doc.get("tool") != "xcompact" or not isinstance(doc.get("items"), list) \
+            or not isinstance(doc.get("totals"), dict) or "exit_code" not in doc:
+        raise InvalidInputError(f"{path}: not an xcompact report (expected the JSON object that --report writes, "
+                                "with tool, command, items, totals and exit_code)")
+    problems = schema_problems({**doc, "items": []}, "report")
+    if problems:
+        raise InvalidInputError(f"{path}: not a valid xcompact report: {problems[0]}")
+    digest = DatasetDigest()
+    for n, item in enumerate(doc["items"], 1):
+        if not isinstance(item, dict) or not isinstance(item.get("status"), str):
+            raise InvalidInputError(f"{path}: item {n} of the report is not a report item (it has no status)")
+        digest.add(item)
+    head = {k: v for k, v in doc.items() if k != "items"}
+    return head, digest
