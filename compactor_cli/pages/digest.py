@@ -18,7 +18,7 @@ from ..status import Status
 #: reclaimed_fraction histogram: 20 bins of 5% over [0, 1].
 FRACTION_BINS = 20
 #: Points drawn on the before/after chart, conversations in the largest list, rows in each problem list.
-SAMPLE_POINTS = 1500
+SAMPLE_POINTS = 1000
 LARGEST = 20
 LISTED = 200
 
