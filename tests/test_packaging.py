@@ -21,6 +21,8 @@ SOURCE = ROOT / "compactor_cli"
 def _source_files() -> set[str]:
     files = {p.relative_to(ROOT).as_posix() for p in SOURCE.rglob("*.py")}
     files |= {p.relative_to(ROOT).as_posix() for p in (SOURCE / "schemas").glob("*.json")}
+    files |= {p.relative_to(ROOT).as_posix() for p in (SOURCE / "pages" / "templates").glob("*.j2")}  # the pages
+    assert any(f.endswith(".j2") for f in files)
     return files
 
 

@@ -94,7 +94,7 @@ def show(input_path: str, line_no: int | None, output: str | None, input_format:
     if output is None:
         sys.stdout.write(render_text(view))
         sys.exit(EXIT_OK)
-    from ..pages.dataset import write_page
+    from ..pages.templating import write_page
 
     try:
         write_page(output, render_html(view, __version__))

@@ -197,7 +197,7 @@ def _text_block(m: ShownMessage, width: int) -> str:
 
 
 def render_html(view: ShownConversation, version: str) -> str:
-    from .dataset import _environment
+    from .templating import environment
 
-    return _environment().get_template("conversation.html.j2").render(
-        title=f"xcompact show: {view.where}", version=version, view=view, heading=_heading(view))
+    return environment().get_template("conversation.html.j2").render(
+        title=f"xcompact show: {view.where}", version=version, view=view)

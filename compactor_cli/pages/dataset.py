@@ -11,19 +11,12 @@ from typing import Any
 
 import orjson
 
-from ..errors import InvalidInputError, OutputError
+from ..errors import InvalidInputError
 from ..status import Status
 from .digest import DatasetDigest
+from .templating import environment, write_page
 
-
-def _environment() -> Any:
-    import jinja2
-
-    env = jinja2.Environment(loader=jinja2.PackageLoader("compactor_cli.pages", "templates"),
-                             autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.globals["pct"] = _pct
-    return env
+__all__ = ["read_report", "render_dataset_page", "write_page"]
 
 
 def _pct(x: float) -> str:
@@ -98,7 +91,7 @@ def render_dataset_page(command: str, parameters: dict[str, Any], version: str, 
         problems.insert(0, dict(id="offenders", title="Over the threshold (--check)", count=digest.offender_count,
                                 headers=["conversation", "size", "unit", "threshold"], rows=digest.offenders))
     shown = {k: v for k, v in parameters.items() if v is not None}
-    return _environment().get_template("dataset.html.j2").render(
+    return environment(pct=_pct).get_template("dataset.html.j2").render(
         title=f"xcompact {command}: {totals['conversations']:,} conversations", command=command, version=version,
         exit_code=exit_code, source=source, summary=summary or headline(totals), totals=totals,
         cards=_cards(totals), statuses=sorted(totals["statuses"].items(), key=lambda kv: (-kv[1], kv[0])),
@@ -106,22 +99,6 @@ def render_dataset_page(command: str, parameters: dict[str, Any], version: str, 
         largest=largest, unit=unit, problems=problems,
         parameters=sorted((k, v if isinstance(v, str) else orjson.dumps(v).decode()) for k, v in shown.items()),
         notes=totals.get("notes") or [])
-
-
-def write_page(path: str, html: str) -> None:
-    """Write a page atomically (a special file is written into); OutputError when it cannot be."""
-    from ..files.sinks import open_sink
-
-    sink = open_sink(None if path == "-" else path)
-    try:
-        sink.write(html.encode("utf-8"))
-        sink.commit()
-    except OSError as exc:
-        sink.abort()
-        raise OutputError(f"cannot write the page {path}: {exc.strerror or exc}") from None
-    except BaseException:
-        sink.abort()
-        raise
 
 
 def read_report(path: str) -> tuple[dict[str, Any], DatasetDigest]:
