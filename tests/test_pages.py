@@ -278,3 +278,34 @@ def test_page_commands_refuse_with_one_line(tmp_path, args, message):
     assert (tmp_path / "in.jsonl").read_bytes() == before
     assert not (tmp_path / "p.html").exists()
 
+
+
+def test_a_resumed_run_draws_the_same_page_as_an_uninterrupted_one(tmp_path):
+    """--html with --resume: the page's aggregates are checkpointed with the report's totals."""
+    import os
+    import signal
+
+    from helpers import wait_for_checkpoint
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from generate import generate
+
+    generate(str(tmp_path / "data.jsonl"), 4)
+    args = ["toolcall", "in.jsonl", "--keep", "2", "-j", "1", "-q", "-o", "out.jsonl", "--report", "report.json",
+            "--html", "page.html"]
+    for name in ("killed", "whole"):
+        (tmp_path / name).mkdir()
+        shutil.copy(tmp_path / "data.jsonl", tmp_path / name / "in.jsonl")
+    proc = subprocess.Popen([*XCOMPACT, *args], cwd=tmp_path / "killed", stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env={**os.environ, "XCOMPACT_CHECKPOINT_SECONDS": "0.01"})
+    try:
+        wait_for_checkpoint(proc, min_offset=(tmp_path / "data.jsonl").stat().st_size // 3)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    assert not (tmp_path / "killed" / "page.html").exists()
+    resumed = xcompact(*args, "--resume", cwd=tmp_path / "killed")
+    whole = xcompact(*args, cwd=tmp_path / "whole")
+    assert resumed.returncode == whole.returncode == 0, resumed.stderr + whole.stderr
+    assert (tmp_path / "killed" / "report.json").read_bytes() == (tmp_path / "whole" / "report.json").read_bytes()
+    assert (tmp_path / "killed" / "page.html").read_bytes() == (tmp_path / "whole" / "page.html").read_bytes()

@@ -249,8 +249,8 @@ def test_cli_engine_ray_joins_a_running_cluster(cluster, runner, tmp_path):
     cli_out, report, code = cli_dir_run(runner, "toolcall", ["--keep", "1"], src, tmp_path)
     out, rep = tmp_path / "ray-out", tmp_path / "r.json"
     res = subprocess.run([sys.executable, "-m", "compactor_cli", "toolcall", str(src), "--keep", "1", "--engine", "ray",
-                          "--address", cluster, "-o", str(out), "--report", str(rep)], env=ray_env(),
-                         capture_output=True, text=True, timeout=300)
+                          "--address", cluster, "-o", str(out), "--report", str(rep), "--html",
+                          str(tmp_path / "page.html")], env=ray_env(), capture_output=True, text=True, timeout=300)
     assert res.returncode == code == 1, res.stderr
     assert res.stdout == ""  # stdout carries data only, and Ray's data goes to -o
     assert "error: " in res.stderr and "a_hostile.jsonl:9: broken JSON" in res.stderr
@@ -260,6 +260,12 @@ def test_cli_engine_ray_joins_a_running_cluster(cluster, runner, tmp_path):
     ray_report = json.loads(rep.read_text())
     assert ray_report["parameters"]["engine"] == "ray" and ray_report["totals"] == report["totals"]
     assert ray_report["items"] == report["items"]
+    # the dataset page of the Ray run: the totals of its report (as the local run's page would show)
+    from browser import elements
+
+    shown = dict(elements((tmp_path / "page.html").read_text(), "data-total"))
+    assert shown["conversations"] == f"{report['totals']['conversations']:,}"
+    assert shown["failed"] == f"{report['totals']['failed']:,}" and shown["exit_code"] == "1"
 
 
 def test_missing_and_empty_files_are_file_errors_as_in_the_cli(cluster, runner, tmp_path):

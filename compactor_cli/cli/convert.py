@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import click
 
+from ..engine import params as opt
 from ..engine.settings import RunIO, Settings
 from ..model.format_names import FORMATS
 from .launch import CONTEXT_SETTINGS, run_io
@@ -24,6 +25,7 @@ from .launch import CONTEXT_SETTINGS, run_io
 @click.option("-o", "--output", metavar="PATH",
               help="Output file for one input, or directory for several (same relative names). Default: stdout.")
 @click.option("--report", "report_path", metavar="PATH", help="Write a JSON report to PATH.")
+@opt.html
 @click.option("-q", "--quiet", is_flag=True, help="No warnings or summary on stderr; errors only.")
 @click.option("--strict", is_flag=True, help="Fail a record when anything could not be carried over.")
 @click.option("--claude-code-history", "claude_code_history", type=click.Choice(["since-compaction", "full"]),
@@ -31,7 +33,7 @@ from .launch import CONTEXT_SETTINGS, run_io
               help="Claude Code logs: from the last compact_boundary (the earlier part carried in "
                    "source.before_compaction), or the whole file.")
 def convert(inputs: tuple[str, ...], from_format: str, to_format: str, output: str | None,
-            report_path: str | None, quiet: bool, strict: bool, claude_code_history: str) -> None:
+            report_path: str | None, html: str | None, quiet: bool, strict: bool, claude_code_history: str) -> None:
     """Convert transcripts between formats (lossy conversions are reported).
 
     Request formats convert both ways (openai, anthropic, responses: the same format in and
@@ -44,6 +46,7 @@ def convert(inputs: tuple[str, ...], from_format: str, to_format: str, output: s
     """
     settings = Settings("convert", strict=strict, count_tokens=False, input_format=from_format,
                         claude_code_history=claude_code_history, to_format=to_format)
-    io = RunIO(inputs=tuple(inputs), output=output, report_path=report_path, quiet=quiet, jobs=1, journal=False,
+    io = RunIO(inputs=tuple(inputs), output=output, report_path=report_path, html=html, quiet=quiet, jobs=1,
+               journal=False,
                parameters={"from": from_format, "to": to_format, "strict": strict})
     run_io(settings, io)
