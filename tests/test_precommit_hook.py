@@ -34,7 +34,7 @@ def user_repo(tmp_path_factory) -> Path:
     (repo / "big.jsonl").write_bytes(orjson.dumps(small) + b"\n" + orjson.dumps(big) + b"\n")
     (repo / "small.json").write_bytes(orjson.dumps(small))
     # the budget, where a project keeps xcompact's options: the hook runs in the repository's root
-    (repo / "pyproject.toml").write_text('[tool.xcompact.compact]\ntoken-threshold = 2000\n')
+    (repo / "pyproject.toml").write_text('[tool.xcompact.compact]\ntoken-threshold = 500\n')
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
     for cmd in (["git", "init", "-q"], ["git", "add", "."], ["git", "commit", "-qm", "transcripts"]):
@@ -51,7 +51,7 @@ def _try_repo(repo: Path, tmp_path: Path, *files: str) -> subprocess.CompletedPr
 def test_the_hook_fails_on_an_over_budget_transcript_and_names_it(user_repo, tmp_path):
     res = _try_repo(user_repo, tmp_path, "big.jsonl", "small.json")
     assert res.returncode == 1, res.stdout + res.stderr
-    assert "over threshold: big.jsonl:2:" in res.stdout and "> 2000" in res.stdout  # the offender, by file and line
+    assert "over threshold: big.jsonl:2:" in res.stdout and "> 500" in res.stdout  # the offender, by file and line
     assert "big.jsonl:1" not in res.stdout and "small.json" not in res.stdout.split("- hook id")[-1]
 
 
