@@ -291,3 +291,14 @@ def test_real_transcripts_zst_to_zst_equal_the_uncompressed_run(tmp_path):
                            capture_output=True, timeout=300)
         assert a.returncode == b.returncode == 0, b.stderr
         assert decompress(tmp_path / f"out-{name}.zst") == (tmp_path / f"plain-{name}").read_bytes(), name
+
+
+def test_zstandard_is_imported_only_when_a_zst_name_is_met(tmp_path):
+    (tmp_path / "x.jsonl.gz").write_bytes(gzip.compress(SAMPLE.read_bytes()))
+    probe = ("import sys\nfrom compactor_cli.cli import main\nsys.argv = ['xcompact', 'toolcall', '-q', sys.argv[1], "
+             "'-o', sys.argv[2]]\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
+             "print('zstandard' in sys.modules)\n")
+    for src, out, imported in (("x.jsonl.gz", "y.jsonl.gz", "False"), ("y.jsonl.gz", "z.jsonl.zst", "True")):
+        res = subprocess.run([sys.executable, "-c", probe, str(tmp_path / src), str(tmp_path / out)],
+                             capture_output=True, text=True, timeout=120)
+        assert res.stdout.strip() == imported, res.stderr

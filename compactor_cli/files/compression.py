@@ -81,18 +81,14 @@ def _decoder_factory(codec: str) -> Callable[[], _Decoder]:
     return dctx.decompressobj  # type: ignore[no-any-return]
 
 
-def _errors() -> tuple[type[BaseException], ...]:
-    import bz2  # noqa: F401  (its errors are OSError)
+def _errors(codec: str) -> tuple[type[BaseException], ...]:
+    """What a decoder raises for bad data (bz2's is OSError); zstandard's only for .zst."""
     import lzma
     import zlib
 
     found: list[type[BaseException]] = [zlib.error, lzma.LZMAError, EOFError, OSError, ValueError]
-    try:
-        import zstandard
-    except ImportError:  # pragma: no cover
-        pass
-    else:
-        found.append(zstandard.ZstdError)
+    if codec == "zstd":
+        found.append(_zstd().ZstdError)
     return tuple(found)
 
 
@@ -108,7 +104,7 @@ class DecodedReader(io.RawIOBase):
         self._pending = memoryview(b"")
         self._tail = b""  # compressed bytes after the frame that just ended
         self.decoded = 0  # decompressed bytes handed out (for messages)
-        self._errors = _errors()
+        self._errors = _errors(codec)
 
     def readable(self) -> bool:
         return True
