@@ -13,8 +13,10 @@ from .engine.batch import (
     output_of,
     process_lines,
     processor_for,
+    read_lines,
     report_for,
     settings_for,
+    write_lines,
 )
 
 __all__ = [
@@ -29,6 +31,8 @@ __all__ = [
     "output_of",
     "process_lines",
     "processor_for",
+    "read_lines",
     "report_for",
     "settings_for",
+    "write_lines",
 ]

@@ -406,3 +406,54 @@ def test_agent_logs_are_read_as_the_cli_reads_them(cluster, runner, tmp_path):
     assert ours["items"] == report["items"] and ours["totals"] == report["totals"]
     assert result.exit_code == code
     assert [i["line"] for i in ours["items"]][:2] == [None, None]  # the two logs: one record each
+
+
+def test_compressed_inputs_read_as_the_cli_and_parts_keep_their_codec(cluster, runner, tmp_path):
+    """Issue 19: a .jsonl.zst/.gz/.xz input is read with the CLI's decoder (also a compressed
+    Claude Code log, one record); each part is one frame of the input's codec, so the parts
+    concatenated are one valid stream that decompresses to the CLI's output."""
+    import gzip
+    import lzma
+
+    import zstandard
+
+    src = tmp_path / "in"
+    src.mkdir()
+    real = SHARED / "taubench_gpt-4o-airline.jsonl"
+    data = real.read_bytes() if real.exists() else (ROOT / "fixtures" / "taubench_airline_5.jsonl").read_bytes()
+    (src / "a.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(data))
+    (src / "b.jsonl.gz").write_bytes(gzip.compress(data))
+    log = (ROOT / "fixtures" / "formats" / "claude_code_session.jsonl").read_bytes()
+    (src / "c_log.jsonl.xz").write_bytes(lzma.compress(log))
+    cli_out, report, code = cli_dir_run(runner, "toolcall", ["--keep", "1"], src, tmp_path)
+    result = xray.run("toolcall", [str(src)], str(tmp_path / "ray"), keep=1, report_path=str(tmp_path / "r.json"),
+                      block_bytes=BLOCK)
+    decoders = {".zst": lambda b: zstandard.ZstdDecompressor().stream_reader(b, read_across_frames=True).read(),
+                ".gz": gzip.decompress, ".xz": lzma.decompress}
+    for name in ("a.jsonl.zst", "b.jsonl.gz", "c_log.jsonl.xz"):
+        suffix = name[name.rindex("."):]
+        parts = xray.part_files(str(tmp_path / "ray"), name)
+        assert parts and all(p.endswith(".jsonl" + suffix) for p in parts), parts
+        expected = decoders[suffix]((cli_out / name).read_bytes())
+        assert decoders[suffix](xray.read_parts(str(tmp_path / "ray"), name)) == expected, name
+        assert xray.read_parts(str(tmp_path / "ray"), name, decompress=True) == expected
+    assert len(xray.part_files(str(tmp_path / "ray"), "a.jsonl.zst")) > 1 or not real.exists()
+    ours = json.loads((tmp_path / "r.json").read_text())
+    assert ours["items"] == report["items"] and ours["totals"] == report["totals"] and result.exit_code == code == 0
+
+
+def test_a_truncated_compressed_input_is_a_file_error_as_in_the_cli(cluster, runner, tmp_path):
+    import gzip
+
+    src = tmp_path / "in"
+    src.mkdir()
+    blob = gzip.compress((ROOT / "fixtures" / "taubench_airline_5.jsonl").read_bytes())
+    (src / "cut.jsonl.gz").write_bytes(blob[:len(blob) // 2])
+    (src / "good.jsonl.gz").write_bytes(blob)
+    lines: list[str] = []
+    result = xray.run("toolcall", [str(src)], str(tmp_path / "ray"), keep=1, quiet=False, emit=lines.append)
+    assert result.exit_code == 1
+    errors = [line for line in lines if line.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith(f"error: {src / 'cut.jsonl.gz'}: the gzip data is truncated")
+    assert "while reading line " in errors[0]
+    assert xray.read_parts(str(tmp_path / "ray"), "good.jsonl.gz", decompress=True)

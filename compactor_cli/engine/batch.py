@@ -14,6 +14,10 @@ passed through unchanged with an ``INVALID_INPUT`` item, as the CLI does::
     result.items     # one per record: the report item ({"source", "line", "status", ...})
     report_for(settings, result.items).totals()              # the report's totals and exit_code
 
+Compressed files (``.gz``, ``.zst``, ``.bz2``, ``.xz``, chosen by suffix) are read and written
+streamed, as the CLI does: ``process_lines(read_lines("data.jsonl.zst"), settings)`` and
+``write_lines("out.jsonl.zst", result.lines)`` (atomic) give the CLI's output for them.
+
 Options are declared once (engine/params.py), for the command line and here: ``settings_for``
 takes the long flag names (``--keep-recent`` is ``keep_recent``, ``--no-tokens`` is
 ``no_tokens``, ``compact --model`` is ``model``), fills in the same defaults and checks values
@@ -24,7 +28,7 @@ the same way (a bad value is a ``UsageError`` with the CLI's message). A ``pypro
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +42,7 @@ from .settings import Settings
 from .step import Outcome
 
 __all__ = ["COMMANDS", "RUN_OPTIONS", "BatchResult", "Configured", "Processor", "build", "configure", "option_defaults",
-           "output_of", "process_lines", "processor_for", "report_for", "settings_for"]
+           "output_of", "process_lines", "processor_for", "read_lines", "report_for", "settings_for", "write_lines"]
 
 # ---------------------------------------------------------------- records -> outcomes
 
@@ -156,3 +160,37 @@ def report_for(settings: Settings | Configured | str, items: Iterable[ReportItem
         raise
     report.close()
     return report
+
+
+# ---------------------------------------------------------------- files
+
+
+def read_lines(path: str) -> Iterator[bytes]:
+    """The lines of a JSONL file ("-": stdin), line ends kept, decompressed as they are read when
+    the name ends in ``.gz``/``.zst``/``.bz2``/``.xz``: what ``process_lines`` takes. Never holds
+    the file. Raises InvalidInputError (a truncated or damaged compressed file) or OSError."""
+    from ..files.records import open_stream
+
+    with open_stream(path) as stream:
+        yield from stream
+
+
+def write_lines(path: str, lines: Iterable[bytes | None]) -> int:
+    """Write output lines (``result.lines``, or ``outputs`` with their Nones) to ``path`` as the
+    CLI writes an output: in a temporary file created exclusively beside it, renamed into place
+    when complete and removed on any failure, compressed by the name's suffix. Returns the
+    number of (uncompressed) bytes written."""
+    from ..files.sinks import open_sink
+
+    sink = open_sink(path, compress=True)
+    written = 0
+    try:
+        for line in lines:
+            if line is not None:
+                sink.write(line)
+                written += len(line)
+        sink.commit()
+    except BaseException:
+        sink.abort()
+        raise
+    return written

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..errors import InvalidInputError, OutputError, UsageError
+from ..files.compression import codec_of
 from ..files.journal import CHECKPOINT_SECONDS, Checkpoint, Journal, JournalBusy, fingerprint, journal_path
 from ..files.records import CHANGED_INPUT, input_identity
 from ..files.sinks import (
@@ -345,7 +346,8 @@ class _Batch:
         start, start_line = (resume["input_offset"], resume["line"] or 1) if resume else (0, 1)
         bar = None
         if self.progress:
-            bar = self.progress(os.path.getsize(src) if is_regular_input(src) else 0, os.path.basename(display))
+            size = os.path.getsize(src) if is_regular_input(src) and codec_of(src) is None else 0  # 0: unknown
+            bar = self.progress(size, os.path.basename(display))
             if start:
                 bar.update(start)
         sink = None
@@ -361,7 +363,7 @@ class _Batch:
                 sink = open_sink(target.path, mode_from=src if in_place else None,
                                  partial=resume["partial"] if resume else None,
                                  resume_length=(resume["output_length"] or 0) if resume else 0,
-                                 resume_crc=(resume["output_crc"] or 0) if resume else 0)
+                                 resume_crc=(resume["output_crc"] or 0) if resume else 0, compress=True)
                 if journaled and resume is None and isinstance(sink, AtomicFile):  # name the partial at once
                     self._save({"index": index, "input": fp, "input_offset": 0, "line": 1, "partial": sink.tmp,
                                 "output_length": 0, "output_crc": 0, "report_start": report_start})
@@ -380,6 +382,7 @@ class _Batch:
             api_sink = open_sink(self.side["path"]) if "path" in self.side else None
             reader = self.side.get("reader")
             ranges = getattr(self.outcomes, "ranges", None) if not self.side else None
+            # byte ranges of the file itself: plain JSONL only (a compressed input is read here, in order)
             if ranges is not None and src.lower().endswith(JSONL_SUFFIXES) and is_regular_input(src) \
                     and file_format(src, self.settings.input_format) is None:  # a whole-file log is one record
                 base, seen = start_line - 1, start > 0

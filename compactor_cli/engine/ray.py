@@ -15,7 +15,10 @@ U+2028/U+2029/U+0085 and reads each file whole, so neither is used. Here:
   Adds ``out`` (the bytes the CLI writes) and ``item`` (the report item as JSON).
 - ``write_jsonl``: each block's output lines, per input, as one part
   ``OUT/<relative name>/part-<byte offset of its first record>.jsonl``; the parts of an input,
-  concatenated in name order, are the CLI's output file for it, byte for byte.
+  concatenated in name order, are the CLI's output file for it, byte for byte. A compressed input
+  (``.jsonl.gz``, ``.zst``, ``.bz2``, ``.xz``) is read with the CLI's decoder, and its parts are
+  written in its codec (``part-*.jsonl.zst``, one frame each): concatenated, they are one valid
+  stream that decompresses to the CLI's output.
 - ``run``: all three plus the report (same items, totals and exit code as a CLI run), built on
   the driver in input order (``preserve_order``) and streamed to its file.
 - Parquet inputs (``.parquet``): one record per row (see ``compactor_cli.parquet``: read from the
@@ -48,9 +51,10 @@ import ray.data
 from ray.data.block import BlockMetadata
 from ray.data.datasource import Datasource, ReadTask
 
-from ..errors import UsageError
+from ..errors import InvalidInputError, UsageError
+from ..files.compression import codec_of, compress_bytes, decompress_bytes, open_decoded, plain_name
 from ..files.records import Record
-from ..files.targets import INPUT_SUFFIXES, JSONL_SUFFIXES
+from ..files.targets import is_input_name, is_jsonl_name
 from .batch import COMMANDS, configure, output_of, processor_for
 from .run import Console, start_report
 from .settings import Settings
@@ -125,15 +129,15 @@ def expand_inputs(inputs: list[str]) -> list[InputPath]:
                 base = rel.rsplit("/", 1)[-1]
                 if f.type != pafs.FileType.File or base.startswith("."):
                     continue
-                if base.lower().endswith(JSONL_SUFFIXES + PARQUET_SUFFIXES):
+                if is_jsonl_name(base) or is_parquet(base):
                     names.append((rel, f.path))
-                elif base.lower().endswith(INPUT_SUFFIXES):
+                elif is_input_name(base):
                     documents.append(_join(given, rel))
             for rel, fpath in sorted(names):
                 source = _join(given, rel) if _is_url(given) else str(Path(given) / rel)
                 found.append(InputPath(fs, fpath, source, rel))
         else:
-            if given.lower().endswith(INPUT_SUFFIXES) and not given.lower().endswith(JSONL_SUFFIXES + PARQUET_SUFFIXES):
+            if is_input_name(given) and not is_jsonl_name(given) and not is_parquet(given):
                 documents.append(given)
             found.append(InputPath(fs, path, given, posixpath.basename(path.rstrip("/"))))
     if documents:
@@ -259,17 +263,31 @@ def _whole_file_log(inp: InputPath, input_format: str) -> bool:
         return True
     if input_format != "auto":
         return False
-    with inp.fs.open_input_stream(inp.path) as fh:
-        head = fh.read(SNIFF_BYTES)
+    head = b""
+    with _open(inp) as fh:
+        try:  # what decodes of a damaged compressed input (the error comes with the read, line and all)
+            read = getattr(fh, "read1", fh.read)
+            while len(head) < SNIFF_BYTES and (more := read(SNIFF_BYTES - len(head))):
+                head += more
+        except InvalidInputError:
+            pass
     head = head[3:] if head.startswith(b"\xef\xbb\xbf") else head
     return b"\n" in head.strip() and _lines_format(head) is not None
+
+
+def _open(inp: InputPath) -> Any:
+    """The input's bytes, decompressed by its suffix with the CLI's reader (not pyarrow's guess
+    from the extension: the same codecs, .xz too, and the same errors for truncated data)."""
+    fh = inp.fs.open_input_stream(inp.path, compression=None)
+    codec = codec_of(inp.path)
+    return fh if codec is None else open_decoded(fh, codec)
 
 
 def _read_file(index: int, inp: InputPath, block_bytes: int, input_format: str = "auto") -> Iterator[pa.Table]:
     """Stream one JSONL file: split on b"\\n" only (a raw U+2028 inside a string is not a line
     end), skip blank lines as the CLI does, yield blocks of about ``block_bytes``. A Claude Code
     or Codex log is one conversation: its whole bytes are one record (line None), as in the CLI."""
-    rows, size, records = _new_rows(), 0, 0
+    rows, size, records, line_no = _new_rows(), 0, 0, 0
 
     def add(line_no: int | None, offset: int, raw: bytes | None, error: str | None = None) -> None:
         for name, value in (("file", index), ("source", inp.source), ("relative", inp.relative), ("line", line_no),
@@ -287,17 +305,19 @@ def _read_file(index: int, inp: InputPath, block_bytes: int, input_format: str =
             yield _table(rows)
             return
         if _whole_file_log(inp, input_format):
-            with inp.fs.open_input_stream(inp.path) as fh:
+            with _open(inp) as fh:
                 data = fh.read()
             add(None, 0, data) if data.strip() else add(0, 0, None, "empty file: expected a conversation")
             yield _table(rows)
             return
         read_size = READ_CHUNK if isinstance(inp.fs, pafs.LocalFileSystem) else REMOTE_READ_CHUNK
-        with inp.fs.open_input_stream(inp.path) as fh:
+        with _open(inp) as fh:
+            # decoded bytes as they come: a damaged frame fails after the lines before it (the CLI's line)
+            read = fh.read1 if codec_of(inp.path) else fh.read
             parts: list[bytes] = []
             line_no, offset = 0, 0
             while True:
-                chunk = fh.read(read_size)
+                chunk = read(read_size)
                 if not chunk:
                     break
                 start = 0
@@ -329,6 +349,11 @@ def _read_file(index: int, inp: InputPath, block_bytes: int, input_format: str =
     except OSError as exc:  # the CLI: "cannot read or write: ..." and nothing written for the file
         rows = _new_rows()
         add(0, 0, None, f"cannot read or write: {getattr(exc, 'strerror', None) or exc}")
+        yield _table(rows)
+        return
+    except InvalidInputError as exc:  # a truncated or damaged compressed input: the CLI's message
+        rows = _new_rows()
+        add(0, 0, None, f"{exc} (while reading line {line_no + 1})" if line_no else str(exc))
         yield _table(rows)
         return
     if not records:
@@ -439,7 +464,11 @@ def _write_block(table: pa.Table, root: OutputRoot, json_column: str = "conversa
             _put(root, rel, f"part-{first:016d}.parquet", _parquet_part(table, rows, outs, json_column))
         else:
             chunks = [outs[i] for i in rows if outs[i] is not None]
-            if chunks:
+            codec = codec_of(rel)
+            if chunks and codec:  # one frame per part: the parts concatenated are one valid stream
+                _put(root, rel, f"part-{first:016d}.jsonl{rel[len(plain_name(rel)):]}",
+                     compress_bytes(b"".join(chunks), codec))
+            elif chunks:
                 _put(root, rel, f"part-{first:016d}.jsonl", b"".join(chunks))
     return table.select(["file", "source", "relative", "line", "offset", "error", "item", "node"])
 
@@ -489,14 +518,16 @@ def part_files(output: str, relative: str) -> list[str]:
     return sorted(i.path for i in infos if i.base_name.startswith("part-"))
 
 
-def read_parts(output: str, relative: str) -> bytes:
-    """The concatenated parts of one input (for tests and small outputs)."""
+def read_parts(output: str, relative: str, decompress: bool = False) -> bytes:
+    """The concatenated parts of one input (for tests and small outputs); ``decompress``: the
+    decompressed bytes of a compressed input's parts (what the CLI's output decompresses to)."""
     fs, _ = _resolve(output)
     data = []
     for p in part_files(output, relative):
-        with fs.open_input_stream(p) as fh:
+        with fs.open_input_stream(p, compression=None) as fh:
             data.append(fh.read())
-    return b"".join(data)
+    codec = codec_of(relative)
+    return decompress_bytes(b"".join(data), codec) if decompress and codec else b"".join(data)
 
 
 def read_parquet_parts(output: str, relative: str) -> pa.Table:

@@ -19,6 +19,7 @@ import orjson
 
 from ..errors import InvalidInputError
 from ..model.conversation import normalize_record
+from .compression import CorruptInput, codec_of, open_decoded, plain_name
 from .targets import JSONL_SUFFIXES, STDIN
 
 _BOM = b"\xef\xbb\xbf"
@@ -172,12 +173,15 @@ def _is_value(line: bytes) -> bool:
 
 
 def _open_input(path: str) -> BinaryIO:
-    """A file, FIFO, device or ``/dev/fd/N`` (``<(...)``) is opened as a stream; "-" is stdin."""
+    """A file, FIFO, device or ``/dev/fd/N`` (``<(...)``) is opened as a stream; "-" is stdin;
+    a ``.gz``/``.zst``/``.bz2``/``.xz`` name is decompressed as it is read."""
     if path == STDIN:
         return sys.stdin.buffer
     if os.path.isdir(path):
         raise InvalidInputError("is a directory")
-    return open(path, "rb")
+    fh = open(path, "rb")
+    codec = codec_of(path)
+    return fh if codec is None else open_decoded(fh, codec)
 
 
 def input_identity(path: str, fd: int | None = None) -> tuple[int, int, int, int] | None:
@@ -302,7 +306,7 @@ def iter_records(path: str, display: str | None = None, start: int = 0, start_li
 
 
 def _records(fh: Stream, path: str, display: str, start: int, start_line: int) -> Iterator[Record]:
-    lower = path.lower()
+    lower = plain_name(path).lower()  # x.jsonl.gz is JSONL
     if lower.endswith(JSONL_SUFFIXES):
         yield from _iter_jsonl(fh, display, start, start_line)
         return
@@ -345,15 +349,18 @@ def _iter_jsonl(fh: Any, display: str, start: int = 0, start_line: int = 1) -> I
         fh.seek(start)
         offset = start
     lineno = start_line if seekable else 1
-    for line in fh:
-        offset += len(line)
-        if offset <= start:
+    try:
+        for line in fh:
+            offset += len(line)
+            if offset <= start:
+                lineno += 1
+                continue
+            if line.strip():
+                any_record = True
+                yield Record(display, lineno, line, "jsonl", offset)
             lineno += 1
-            continue
-        if line.strip():
-            any_record = True
-            yield Record(display, lineno, line, "jsonl", offset)
-        lineno += 1
+    except CorruptInput as exc:  # the records before it were read; say where it broke
+        raise CorruptInput(f"{exc} (while reading line {lineno})") from None
     if not any_record:
         raise InvalidInputError("empty file: expected one conversation per line (JSONL)")
 

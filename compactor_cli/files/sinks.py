@@ -26,6 +26,7 @@ import zlib
 from typing import IO, Any, Protocol
 
 from ..errors import OutputError
+from .compression import codec_of, new_encoder
 
 TEMP_PREFIX = ".xcompact-"
 TEMP_SUFFIX = ".partial"
@@ -145,6 +146,48 @@ class AtomicFile:
                 pass
 
 
+class CompressedFile(AtomicFile):
+    """An AtomicFile whose bytes go through a codec. ``checkpoint`` ends the current frame, so
+    (length, crc) always describe complete frames: resuming truncates there and starts a new
+    frame (the concatenation decodes to the same bytes). The crc covers the compressed bytes, as
+    they are on disk."""
+
+    def __init__(self, path: str, codec: str, mode_from: str | None = None, partial: str | None = None,
+                 resume_length: int = 0, resume_crc: int = 0) -> None:
+        self.codec = codec
+        self._enc = new_encoder(codec)  # before the file: a missing zstandard leaves nothing behind
+        self._open = False  # a frame has been started and not yet ended
+        super().__init__(path, mode_from, partial, resume_length, resume_crc)
+        self._frames = resume_length > 0  # the file already holds at least one complete frame
+
+    def write(self, data: bytes) -> None:
+        if data:
+            self._open = True
+            out = self._enc.compress(data)
+            if out:
+                super().write(out)
+
+    def _end_frame(self) -> None:
+        if self._open:
+            super().write(self._enc.flush())
+            self._enc, self._open, self._frames = new_encoder(self.codec), False, True
+
+    def checkpoint(self) -> tuple[int, int]:
+        self._end_frame()
+        return super().checkpoint()
+
+    def rewind(self, length: int, crc: int) -> None:
+        super().rewind(length, crc)
+        self._enc, self._open, self._frames = new_encoder(self.codec), False, length > 0
+
+    def commit(self) -> None:
+        if not self._frames and not self._open:  # an empty output is still a valid (empty) stream
+            super().write(self._enc.flush())
+            self._frames = True
+        self._end_frame()
+        super().commit()
+
+
 class StreamFile:
     """stdout, a device, a FIFO or a terminal: written into as bytes come, nothing to rename."""
 
@@ -191,11 +234,15 @@ class StreamFile:
 
 
 def open_sink(path: str | None, mode_from: str | None = None, partial: str | None = None,
-              resume_length: int = 0, resume_crc: int = 0) -> AtomicFile | StreamFile:
-    """The right writer for ``path`` (None or "-": stdout)."""
+              resume_length: int = 0, resume_crc: int = 0, compress: bool = False) -> AtomicFile | StreamFile:
+    """The right writer for ``path`` (None or "-": stdout). ``compress``: a regular file named
+    ``.gz``/``.zst``/``.bz2``/``.xz`` is written through that codec (stdout and devices stay plain)."""
     try:
         if path is None or is_stdout(path) or is_special(path):
             return StreamFile(path)
+        codec = codec_of(path) if compress else None
+        if codec is not None:
+            return CompressedFile(path, codec, mode_from, partial, resume_length, resume_crc)
         return AtomicFile(path, mode_from, partial, resume_length, resume_crc)
     except OSError as exc:
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -14,11 +14,22 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from .compression import plain_name
 from .sinks import file_identity, is_special, is_stdout
 
 STDIN = "-"
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 INPUT_SUFFIXES = (".json", ".traj") + JSONL_SUFFIXES
+
+
+def is_input_name(name: str) -> bool:
+    """A name a directory search picks up: ``*.json``, ``*.jsonl``... also compressed (``*.jsonl.gz``)."""
+    return plain_name(name).lower().endswith(INPUT_SUFFIXES)
+
+
+def is_jsonl_name(name: str) -> bool:
+    """Does the name say JSONL, once a compression suffix is set aside?"""
+    return plain_name(name).lower().endswith(JSONL_SUFFIXES)
 
 
 @dataclass(frozen=True)
@@ -43,20 +54,21 @@ class Plan:
 
 def expand_inputs(paths: list[str]) -> list[InputFile]:
     """Files as given (also FIFOs and devices); directories become their ``*.json``/``*.jsonl``
-    files, sorted."""
+    files (also compressed: ``*.jsonl.gz``, ``.zst``, ``.bz2``, ``.xz``), sorted."""
     found: list[InputFile] = []
     for p in paths:
         if p == STDIN:
             found.append(InputFile(STDIN, "stdin.json"))
         elif os.path.isdir(p):
             base = Path(p)
-            files = sorted(f for f in base.rglob("*") if f.is_file() and f.name.lower().endswith(INPUT_SUFFIXES)
+            files = sorted(f for f in base.rglob("*") if f.is_file() and is_input_name(f.name)
                            and not f.name.startswith("."))
             found.extend(InputFile(str(f), str(f.relative_to(base))) for f in files)
         else:
             found.append(InputFile(p, os.path.basename(p)))
     if not found:
-        raise UsageError("no input files found (directories are searched for *.json and *.jsonl)")
+        raise UsageError("no input files found (directories are searched for *.json and *.jsonl, also compressed: "
+                         "*.jsonl.gz, .zst, .bz2, .xz)")
     return found
 
 
@@ -83,7 +95,7 @@ def _in_place_targets(files: list[InputFile], input_format: str = "auto") -> lis
     for f in files:
         if f.path == STDIN:
             raise UsageError("--in-place cannot rewrite stdin; use -o FILE")
-        if f.path.lower().endswith(".traj"):
+        if plain_name(f.path).lower().endswith(".traj"):
             raise UsageError(f"{f.path}: " + LOG_IN_PLACE.format(what="this SWE-agent trajectory"))
         if not os.path.exists(f.path):
             continue  # reported as a missing file when its turn comes; the rest still runs
@@ -105,9 +117,11 @@ def looks_like_file_name(path: str) -> bool:
 
 def output_name(relative: str) -> str:
     """The name an input's output gets below -o DIR: its own, except that a SWE-agent ``.traj``
-    (read as, and written as, an OpenAI dump) becomes ``.json``, so no output claims to be a log."""
-    stem, suffix = os.path.splitext(relative)
-    return stem + ".json" if suffix.lower() == ".traj" else relative
+    (read as, and written as, an OpenAI dump) becomes ``.json``, so no output claims to be a log.
+    A compression suffix stays (``x.traj.gz`` -> ``x.json.gz``): the output is compressed alike."""
+    plain = plain_name(relative)
+    stem, suffix = os.path.splitext(plain)
+    return stem + ".json" + relative[len(plain):] if suffix.lower() == ".traj" else relative
 
 
 def _output_targets(files: list[InputFile], inputs: list[str], output: str | None) -> list[Target]:
@@ -126,7 +140,7 @@ def _output_targets(files: list[InputFile], inputs: list[str], output: str | Non
             raise UsageError("several inputs: give -o DIR for the outputs, or --in-place")
         if output is None or is_stdout(output):
             return [Target(files[0], None)]
-        if output.lower().endswith(".traj") and not is_special(output):
+        if plain_name(output).lower().endswith(".traj") and not is_special(output):
             raise UsageError(f"-o {output}: a .traj name says SWE-agent trajectory, but xcompact writes a log as an "
                              "OpenAI dump; name the output .json (or .jsonl)")
     input_ids = {file_identity(f.path): f.path for f in files if f.path != STDIN and not is_special(f.path)}
