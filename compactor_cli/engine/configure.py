@@ -136,17 +136,39 @@ def build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) ->
                       {**configured.parameters, "from": fmt}, configured.warnings)
 
 
+def _tier1_controls(command: str, values: dict[str, Any], explicit: set[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The values with tier 1's controls settled, and the report parameters they add (only the
+    controls given, so a run without them reports what it always did)."""
+    from ..tiers.options import DEFAULT_KEEP
+
+    v = dict(values)
+    if v["keep_turns"] is not None and "keep" not in explicit and v["keep"] == DEFAULT_KEEP:
+        v["keep"] = 0  # --keep-turns alone: counted in turns only
+    if command == "toolcall" and v["no_tokens"]:
+        given = [flag for flag, name in (("--trigger", "trigger"), ("--clear-at-least", "clear_at_least"))
+                 if v[name] is not None]
+        if given:
+            raise UsageError(f"{' and '.join(given)} count{'s' if len(given) == 1 else ''} tokens: drop --no-tokens")
+    names = ("exclude_tools", "keep_turns", "clear_at_least") + (("trigger",) if command == "toolcall" else ())
+    controls = {n: (list(v[n]) if n == "exclude_tools" else v[n]) for n in names if v[n] not in (None, ())}
+    return v, controls
+
+
 def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) -> Configured:
     v = values
     explicit = set(explicit)
     strict = v.get("strict", False)
+    if command in ("toolcall", "compact"):
+        v, controls = _tier1_controls(command, v, explicit)
     if command == "toolcall":
         tokens = not v["no_tokens"]
         settings = Settings("toolcall", keep=v["keep"], keep_originals=v["originals"] == "keep", strict=strict,
                             count_tokens=tokens, encoding=v["encoding"], write_output=not v["dry_run"],
-                            dry_run=v["dry_run"])
+                            dry_run=v["dry_run"], exclude_tools=v["exclude_tools"], keep_turns=v["keep_turns"],
+                            clear_at_least=v["clear_at_least"], trigger=v["trigger"])
         return Configured(command, settings, dict(keep=v["keep"], originals=v["originals"], strict=strict,
-                                                  encoding=v["encoding"], tokens=tokens, dry_run=v["dry_run"]))
+                                                  encoding=v["encoding"], tokens=tokens, dry_run=v["dry_run"],
+                                                  **controls))
     if command == "restore":
         tokens = not v["no_tokens"]
         return Configured(command, Settings("restore", strict=strict, count_tokens=tokens, encoding=v["encoding"]),
@@ -187,7 +209,10 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) -
         policy = Policy(token_threshold=token_threshold, message_threshold=message_threshold, keep=v["keep"],
                         keep_recent=v["keep_recent"], escalation_rounds=v["escalation_rounds"],
                         max_retries=v["max_retries"], max_summary_tokens=v["max_summary_tokens"],
-                        preserve_system=v["preserve_system"], keep_originals=keep_originals)
+                        preserve_system=v["preserve_system"], keep_originals=keep_originals,
+                        exclude_tools=v["exclude_tools"], keep_turns=v["keep_turns"],
+                        clear_at_least=v["clear_at_least"])
+        params.update(controls)
         params.update(token_threshold=token_threshold, message_threshold=message_threshold, keep=v["keep"],
                       keep_recent=v["keep_recent"], escalation_rounds=v["escalation_rounds"],
                       max_retries=v["max_retries"], max_summary_tokens=v["max_summary_tokens"],

@@ -84,6 +84,33 @@ keep = click.option("--keep", type=click.IntRange(min=0, max=MAX_INT), default=D
                     help="How many of the most recent tool results to leave untouched (toolcall_keep_max).")
 
 
+def _tool_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...] | None) -> tuple[str, ...]:
+    """--exclude-tools a,b --exclude-tools c -> ("a", "b", "c"); an empty name is refused."""
+    names: list[str] = []
+    for chunk in value or ():
+        for name in chunk.split(","):
+            if not name.strip():
+                raise click.BadParameter(f"{chunk!r}: an empty tool name", ctx=ctx, param=param)
+            if name.strip() not in names:
+                names.append(name.strip())
+    return tuple(names)
+
+
+#: Tier 1's controls, as Anthropic's context editing (clear_tool_uses) names them.
+TIER1_CONTROLS: list[Slot] = [
+    click.option("--exclude-tools", "exclude_tools", metavar="NAME[,NAME...]", multiple=True, callback=_tool_names,
+                 help="Results of these tools are never cleared (repeat the option or separate names by commas)."),
+    click.option("--keep-turns", type=click.IntRange(min=0, max=MAX_INT), default=None,
+                 help="Also keep the results of the last M assistant turns (assistant messages that call tools); "
+                      "given alone, --keep defaults to 0: counted in turns only."),
+    click.option("--clear-at-least", type=click.IntRange(min=1, max=MAX_INT), default=None, metavar="TOKENS",
+                 help="Clear only when the placeholders free at least this many tokens; else the conversation is "
+                      "left exactly as it was (NOTHING_TO_CONDENSE, reason clear_at_least)."),
+]
+trigger = click.option("--trigger", type=click.IntRange(min=1, max=MAX_INT), default=None, metavar="TOKENS",
+                       help="Clear only conversations over this many tokens; the others are left as they are "
+                            "(UNDER_THRESHOLD).")
+
 jobs = click.option("-j", "--jobs", type=click.IntRange(min=0, max=MAX_INT), default=0, show_default=True,
                     help="Worker processes for the CPU-bound work; 0 = all cores (one for --no-tokens toolcall/restore "
                          "under 256 MiB). Output is the same for any -j.")
@@ -230,11 +257,12 @@ def _command_slots(command: str) -> list[Slot]:
     """Each record command's options, in --help order. ``compact`` names its summariser's model
     --summary-model, since its --model is the conversation's model (for the threshold)."""
     if command == "toolcall":
-        return IO_OPTIONS + [api_ready, keep, originals, dry_run] + TOKEN_OPTIONS
+        return IO_OPTIONS + [api_ready, keep] + TIER1_CONTROLS + [trigger, originals, dry_run] + TOKEN_OPTIONS
     if command == "summarize":
         return IO_OPTIONS + [api_ready] + CUT_OPTIONS + _backend_opts("--model") + [originals, dry_run, encoding]
     if command == "compact":
-        return (IO_OPTIONS + [api_ready] + THRESHOLD_OPTIONS + [keep] + CUT_OPTIONS + ROUND_OPTIONS + [dry_run]
+        return (IO_OPTIONS + [api_ready] + THRESHOLD_OPTIONS + [keep] + TIER1_CONTROLS + CUT_OPTIONS + ROUND_OPTIONS
+                + [dry_run]
                 + _backend_opts("--summary-model") + [originals, encoding])
     if command == "restore":
         return IO_OPTIONS + [sidecar] + TOKEN_OPTIONS

@@ -29,6 +29,10 @@ class Settings:
     conversation_model: str | None = None  # compact --model: the conversation's model, for --encoding auto
     write_output: bool = True  # False: validate, compact --check, --dry-run
     dry_run: bool = False  # --dry-run: the output is made (and measured) but not written
+    exclude_tools: tuple[str, ...] = ()  # toolcall's tier-1 controls (compact carries them in its Policy)
+    keep_turns: int | None = None
+    clear_at_least: int | None = None
+    trigger: int | None = None  # toolcall --trigger: tokens a conversation must exceed to be cleared
     summary: SummarizeOptions | None = None  # summarize
     policy: Policy | None = None  # compact
     check: bool = False  # compact --check

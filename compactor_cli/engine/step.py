@@ -50,14 +50,32 @@ Transform = Callable[[dict, Settings], Result | Awaitable[Result]]
 
 
 def op_toolcall(dump: dict, settings: Settings) -> Result:
+    from ..model.tokens import chosen_counter
     from ..tiers.cut import head_tool_counts
 
+    counter = chosen_counter()  # set for this record whenever tokens are counted (--trigger needs them)
+    if settings.trigger is not None and counter is not None:
+        size = counter.conversation(dump["messages"])
+        if size <= settings.trigger:
+            return dump, Status.UNDER_THRESHOLD, {"threshold": settings.trigger, "threshold_unit": "tokens",
+                                                  "size_before": size, "reclaimed_count": 0,
+                                                  "reclaimed_fraction": 0.0}
     new, res = reclaim_tool_results(dump, keep=settings.keep, keep_originals=settings.keep_originals,
-                                    key_offsets=head_tool_counts(dump))
+                                    key_offsets=head_tool_counts(dump), exclude_tools=settings.exclude_tools,
+                                    keep_turns=settings.keep_turns, clear_at_least=settings.clear_at_least,
+                                    counter=counter)
     status = Status.RECLAIMED if res.reclaimed_count else Status.NOTHING_TO_CONDENSE
-    return new, status, {"reclaimed_count": res.reclaimed_count, "reclaimed_fraction": res.reclaimed_fraction,
-                         "skipped_no_id": res.skipped_no_id, "length_before": res.length_before,
-                         "length_after": res.length_after}
+    fields: dict[str, Any] = {"reclaimed_count": res.reclaimed_count, "reclaimed_fraction": res.reclaimed_fraction,
+                              "skipped_no_id": res.skipped_no_id, "length_before": res.length_before,
+                              "length_after": res.length_after}
+    if res.excluded_count:
+        fields["excluded_count"] = res.excluded_count
+    if res.freed_tokens is not None:
+        fields["freed_tokens"] = res.freed_tokens
+    if res.below_clear_at_least:
+        fields["reason"] = (f"clear_at_least: clearing would free {res.freed_tokens} tokens, fewer than "
+                            f"{settings.clear_at_least}; left as it was")
+    return new, status, fields
 
 
 def op_restore(dump: dict, settings: Settings) -> Result:

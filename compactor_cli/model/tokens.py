@@ -283,6 +283,11 @@ class Counters(TokenCounter):
         return self.current().conversation(messages)
 
 
+def chosen_counter() -> TokenCounter | None:
+    """The counter ``counting_with`` set for the record being processed (None: not counting)."""
+    return _chosen.get()
+
+
 @contextmanager
 def counting_with(counter: TokenCounter | None) -> Iterator[None]:
     """Inside the block (one record, in its own context or task), ``Counters`` count with ``counter``."""

@@ -96,13 +96,15 @@ async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None, cou
         fields["size_after"] = size
         return dump, Status.UNDER_THRESHOLD, fields
     original = dump
-    keep, keep_recent = policy.keep, policy.keep_recent
+    keep, keep_recent, keep_turns = policy.keep, policy.keep_recent, policy.keep_turns
     changed = summarized = False
     summary_error = None
     for attempt in range(policy.max_retries + 1):
         # tier 1
         new, res = reclaim_tool_results(dump, keep=keep, keep_originals=policy.keep_originals,
-                                        key_offsets=head_tool_counts(dump))
+                                        key_offsets=head_tool_counts(dump), exclude_tools=policy.exclude_tools,
+                                        keep_turns=keep_turns, clear_at_least=policy.clear_at_least,
+                                        counter=counter)
         rounds = int((dump.get(COUNTER_KEY) or {}).get("toolcall_rounds") or 0) + 1
         if source == "observed" and attempt == 0:
             estimate = round(size * (1 - res.reclaimed_fraction))
@@ -147,6 +149,7 @@ async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None, cou
             fields["error"] = summary_error
             return dump, Status.SUMMARIZE_FAILED, fields
         keep, keep_recent = keep // 2, keep_recent // 2
+        keep_turns = keep_turns // 2 if keep_turns is not None else None
     fields["size_after"] = estimate
     fields["over_by"] = estimate - threshold
     if not changed:

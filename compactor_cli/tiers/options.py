@@ -31,6 +31,9 @@ class Policy:
     max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS
     preserve_system: bool = True
     keep_originals: bool = True
+    exclude_tools: tuple[str, ...] = ()  # tier 1's controls (toolcall's own, in every round)
+    keep_turns: int | None = None
+    clear_at_least: int | None = None
 
     @property
     def threshold(self) -> int:

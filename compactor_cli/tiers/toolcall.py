@@ -10,6 +10,7 @@ overwritten (see restore.py).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +75,9 @@ class ToolCallCompactResult:
     length_after: int = 0
     skipped_no_id: int = 0
     compacted_indices: list[int] = field(default_factory=list)
+    excluded_count: int = 0  # old results of --exclude-tools, never cleared
+    freed_tokens: int | None = None  # with clear_at_least: the tokens the placeholders free (or would)
+    below_clear_at_least: bool = False  # they would free fewer: the dump was left as it was
 
 
 def _check_args(dump: Any, keep: Any) -> None:
@@ -89,9 +93,42 @@ def _check_args(dump: Any, keep: Any) -> None:
         raise UsageError(f"keep must be a non-negative integer, got {keep!r}")
 
 
+def tool_names(messages: list[dict]) -> dict[int, str]:
+    """Index of each tool result -> the name of the tool its call named (the latest call with
+    its ID before it), where an assistant message made that call."""
+    calls: dict[str, str] = {}
+    names: dict[int, str] = {}
+    for i, m in enumerate(messages):
+        role = m.get("role")
+        if role == "assistant":
+            for call in m.get("tool_calls") or ():
+                fn = call.get("function") if isinstance(call, dict) else None
+                if isinstance(fn, dict) and isinstance(call.get("id"), str) and isinstance(fn.get("name"), str):
+                    calls[call["id"]] = fn["name"]
+        elif role == "tool" and isinstance(m.get("tool_call_id"), str) and m["tool_call_id"] in calls:
+            names[i] = calls[m["tool_call_id"]]
+    return names
+
+
+def _kept_by_turns(messages: list[dict], keep_turns: int) -> int:
+    """The first index whose tool results the last ``keep_turns`` assistant turns (assistant
+    messages that call tools) answer: results from there on stay."""
+    turns = [i for i, m in enumerate(messages) if m.get("role") == "assistant" and m.get("tool_calls")]
+    if keep_turns <= 0:
+        return len(messages)
+    return turns[-keep_turns] if len(turns) >= keep_turns else 0
+
+
 def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_originals: bool = True,
-                         key_offsets: dict[str, int] | None = None) -> tuple[Any, ToolCallCompactResult]:
+                         key_offsets: dict[str, int] | None = None, *, exclude_tools: Collection[str] = (),
+                         keep_turns: int | None = None, clear_at_least: int | None = None,
+                         counter: Any = None) -> tuple[Any, ToolCallCompactResult]:
     """Replace tool results older than the most recent ``keep`` by placeholders.
+
+    The controls of Anthropic's context editing (``clear_tool_uses``): results of the tools in
+    ``exclude_tools`` are never cleared; ``keep_turns`` also keeps the results of the last that
+    many assistant turns; with ``clear_at_least`` (tokens, counted by ``counter``, default
+    cl100k_base) nothing is cleared unless the placeholders free at least that many.
 
     ``dump`` is a dumps() dict, or a bare list of messages: then the result is a list again
     when nothing had to be stored (``keep_originals=False`` or nothing compacted), otherwise a
@@ -102,7 +139,9 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
     """
     _check_args(dump, keep)
     if isinstance(dump, list):
-        new, result = reclaim_tool_results({"messages": dump}, keep, keep_originals, key_offsets)
+        new, result = reclaim_tool_results({"messages": dump}, keep, keep_originals, key_offsets,
+                                           exclude_tools=exclude_tools, keep_turns=keep_turns,
+                                           clear_at_least=clear_at_least, counter=counter)
         return (new["messages"] if list(new) == ["messages"] else new), result
     if keep < 0:
         raise ValueError("keep must be >= 0")
@@ -110,6 +149,19 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
     tool_indices = [i for i, m in enumerate(messages) if m.get("role") == "tool"]
     old = tool_indices[: max(0, len(tool_indices) - keep)]
     result = ToolCallCompactResult()
+    if keep_turns is not None and old:
+        start = _kept_by_turns(messages, keep_turns)
+        old = [i for i in old if i < start]
+    if exclude_tools and old:
+        names = tool_names(messages)
+        kept = [i for i in old if names.get(i) in exclude_tools]
+        result.excluded_count = len(kept)
+        old = [i for i in old if names.get(i) not in exclude_tools]
+    if clear_at_least is not None and counter is None:
+        from ..model.tokens import DEFAULT_ENCODING, counter_for
+
+        counter = counter_for(DEFAULT_ENCODING)
+    freed = 0
     before = estimated_message_length(messages)
     result.length_before = result.length_after = before
     if not old:
@@ -147,8 +199,17 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
                 keys.drop(i, cid)
         new_messages[i] = {**m, "content": placeholder}
         saved += old_len - len(placeholder)
+        if clear_at_least is not None:
+            freed += counter.content(content) - counter.content(placeholder)
         result.compacted_indices.append(i)
     result.reclaimed_count = len(result.compacted_indices)
+    if clear_at_least is not None:
+        result.freed_tokens = freed
+        if freed < clear_at_least:  # not worth clearing: the conversation stays exactly as it was
+            result.below_clear_at_least = True
+            result.reclaimed_count = 0
+            result.compacted_indices = []
+            return dump, result
     if not result.reclaimed_count:
         return dump, result
     result.length_after = before - saved
