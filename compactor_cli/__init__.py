@@ -25,6 +25,8 @@ _LAZY = {
     "restore_details": "tiers.restore",
     "load_conversations": "files.records", "choose_cut_point": "tiers.cut", "summarize_dump": "tiers.summarize",
     "Policy": "tiers.compact", "compact_dump": "tiers.compact",
+    "CompactionRequest": "tiers.strategy", "CompactionResult": "tiers.strategy",
+    "SummaryRequest": "backends", "Answer": "backends",
 }
 
 

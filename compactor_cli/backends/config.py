@@ -29,8 +29,9 @@ class OpenAIConfig:
 class BackendConfig:
     """The summariser a run uses: ``extractive`` (offline) or ``openai`` with its options."""
 
-    name: str = "extractive"
+    name: str = "extractive"  # or "openai", or "plugin" (then ``plugin`` names it)
     openai: OpenAIConfig | None = None
+    plugin: str | None = None  # --backend MODULE:ATTR or an xcompact.backends entry point
 
 
 def choose_backend_name(requested: str, base_url: str | None = None, environ: Any = None) -> str:

@@ -29,4 +29,44 @@ def make_backend(config: BackendConfig | str | None, text_tokens: Any, max_summa
         backend = OpenAIBackend(OpenAIOptions(**asdict(config.openai or OpenAIConfig())), text_tokens)
         backend.check_budget(max_summary_tokens)
         return backend
+    if config.name == "plugin" and config.plugin:
+        return plugin_backend(config.plugin, text_tokens)
     raise UsageError(f"unknown backend {config.name!r}; choose extractive or openai")
+
+
+def plugin_backend(spec: str, text_tokens: Any) -> Backend:
+    """A summariser of the user's own: an object with ``summarize`` (async, SummaryRequest ->
+    Answer), or a class or factory making one (given ``text_tokens`` when it takes it)."""
+    import inspect
+
+    from ..model.plugins import load_plugin
+
+    obj = load_plugin(spec, "xcompact.backends", "--backend")
+    if inspect.isclass(obj) or not hasattr(obj, "summarize"):
+        try:
+            takes = "text_tokens" in inspect.signature(obj).parameters
+            obj = obj(text_tokens=text_tokens) if takes else obj()
+        except Exception as exc:  # noqa: BLE001
+            raise UsageError(f"--backend {spec}: making it failed: {type(exc).__name__}: {exc}") from None
+    if not callable(getattr(obj, "summarize", None)):
+        raise UsageError(f"--backend {spec}: a backend needs async summarize(request) -> Answer")
+    if not isinstance(getattr(obj, "name", None), str):
+        try:
+            obj.name = spec
+        except AttributeError:
+            pass
+    if not hasattr(obj, "model"):
+        try:
+            obj.model = None
+        except AttributeError:
+            pass
+    if not callable(getattr(obj, "aclose", None)):
+        async def aclose() -> None:
+            return None
+
+        try:
+            obj.aclose = aclose
+        except AttributeError:
+            pass
+    backend: Backend = obj
+    return backend

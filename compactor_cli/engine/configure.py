@@ -92,6 +92,15 @@ def _backend(values: dict[str, Any], explicit: set[str],
             warnings.append(f"{flags} ignored: no OPENAI_API_KEY, OPENAI_BASE_URL or --base-url, so the "
                             "offline extractive summariser is used")
     params: dict[str, Any] = {"backend": chosen}
+    if chosen not in ("openai", "extractive"):  # a plug-in: made here once, so a bad name fails before any work
+        given = [n for n in OPENAI_ONLY if n in explicit]
+        if given:
+            raise UsageError(f"{', '.join('--' + n.replace('_', '-') for n in given)} apply only to the openai "
+                             "backend; a plug-in backend takes its own settings")
+        from ..backends.factory import plugin_backend
+
+        plugin_backend(chosen, len)
+        return BackendConfig("plugin", plugin=chosen), params, warnings
     if chosen != "openai":
         return BackendConfig("extractive"), params, warnings
     instructions = None
@@ -202,6 +211,14 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) -
         if check and dry_run:
             raise UsageError("--check and --dry-run cannot be used together: --check only measures, "
                              "--dry-run runs the policy without writing")
+        if v["strategy"] is not None:
+            if check:
+                raise UsageError("--strategy and --check cannot be used together: --check measures against the "
+                                 "threshold, a strategy decides for itself")
+            from ..tiers.strategy import load_strategy
+
+            load_strategy(v["strategy"])  # a name that cannot be loaded fails here, before any work
+            controls["strategy"] = v["strategy"]
         token_threshold, message_threshold, source = resolve_threshold(
             v["token_threshold"], v["message_threshold"], v["conversation_model"], v["context_window"])
         backend, params, warnings = (None, {}, []) if check else _backend(v, explicit, dry_run=dry_run)
@@ -222,7 +239,7 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) -
         settings = Settings("compact", keep=v["keep"], keep_originals=keep_originals, strict=strict,
                             encoding=v["encoding"], conversation_model=v["conversation_model"],
                             write_output=not (check or dry_run), policy=policy, check=check,
-                            backend=backend, dry_run=dry_run)
+                            backend=backend, dry_run=dry_run, strategy=v["strategy"])
         return Configured(command, settings, params, tuple(warnings))
     raise UsageError(f"unknown command {command!r}; expected one of {', '.join(COMMANDS)}")
 

@@ -43,6 +43,12 @@ def make_counter(settings: Settings) -> Counters | None:
 
 def make_transform(settings: Settings, counter: Counters | None) -> tuple[Transform, Any]:
     """The record transform for the command, and its summary backend (or None)."""
+    if settings.command == "compact" and settings.strategy is not None:
+        from ..tiers.strategy import make_strategy_transform
+
+        assert counter is not None
+        return make_strategy_transform(settings.strategy, counter,
+                                       settings.policy.keep_originals if settings.policy else True)
     if settings.command == "compact":
         from ..tiers.compact import make_compact_transform
 

@@ -52,6 +52,21 @@ def _base_url(ctx: click.Context, param: click.Parameter, value: str | None) -> 
         raise click.BadParameter(f"{value!r}: expected http://HOST[:PORT]/v1 or https://...", ctx=ctx, param=param)
     return value
 
+BUILTIN_BACKENDS = ("auto", "extractive", "openai")
+
+
+def _backend_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A built-in backend, MODULE:ATTR, or an installed xcompact.backends entry point."""
+    if value is None or value in BUILTIN_BACKENDS or ":" in value:
+        return value
+    from ..model.plugins import entry_point_names
+
+    if value in entry_point_names("xcompact.backends"):
+        return value
+    raise click.BadParameter(f"{value!r} is not one of {', '.join(BUILTIN_BACKENDS)}, a MODULE:ATTR or an installed "
+                             "xcompact.backends entry point", ctx=ctx, param=param)
+
+
 inputs = click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
 output = click.option("-o", "--output", metavar="PATH",
                       help="Output file for one input, or directory for several (same relative names). "
@@ -179,6 +194,9 @@ ROUND_OPTIONS: list[Slot] = [
     click.option("--max-retries", type=click.IntRange(min=0, max=MAX_INT), default=2, show_default=True,
                  help="Extra rounds when still over after a summary; each halves --keep and --keep-recent."),
     click.option("--check", is_flag=True, help="Write nothing; exit 1 when any conversation is over its threshold."),
+    click.option("--strategy", metavar="MODULE:ATTR", default=None,
+                 help="A compaction strategy of your own (should_compact/compact, as nagents' CompactionStrategy) "
+                      "instead of the tiered policy, or the name of an xcompact.strategies entry point."),
 ]
 #: Every writing command's --dry-run: the work done in memory, reported (output sizes included), nothing written.
 dry_run = click.option("--dry-run", is_flag=True,
@@ -189,10 +207,11 @@ dry_run = click.option("--dry-run", is_flag=True,
 
 def _backend_opts(model_flag: str) -> list[Slot]:
     return [
-        click.option("--backend", type=click.Choice(["auto", "extractive", "openai"]), default="auto",
-                     show_default=True,
+        click.option("--backend", default="auto", show_default=True, callback=_backend_name,
+                     metavar="auto|extractive|openai|MODULE:ATTR",
                      help="auto: openai when --base-url, OPENAI_BASE_URL or OPENAI_API_KEY is given, else the "
-                          "offline extractive one."),
+                          "offline extractive one; MODULE:ATTR (or an xcompact.backends entry point): a summariser "
+                          "of your own implementing the backend protocol."),
         click.option(model_flag, "summary_model", default=None,
                      help="Model of the openai summariser [default: gpt-4o-mini"
                           + ("; for compact, its --model" if model_flag != "--model" else "") + "]."),
