@@ -309,3 +309,20 @@ def test_a_resumed_run_draws_the_same_page_as_an_uninterrupted_one(tmp_path):
     assert resumed.returncode == whole.returncode == 0, resumed.stderr + whole.stderr
     assert (tmp_path / "killed" / "report.json").read_bytes() == (tmp_path / "whole" / "report.json").read_bytes()
     assert (tmp_path / "killed" / "page.html").read_bytes() == (tmp_path / "whole" / "page.html").read_bytes()
+
+
+def test_a_file_name_that_is_not_utf8_runs_and_draws_its_pages(tmp_path):
+    import os
+
+    name = os.fsdecode(b"b\x80d.jsonl")
+    src = tmp_path / name
+    shutil.copy(FIXTURES / "taubench_airline_5.jsonl", src)
+    res = xcompact("toolcall", str(src), "--keep", "1", "-o", str(tmp_path / "out.jsonl"), "--html",
+                   str(tmp_path / "d.html"), "--report", str(tmp_path / "r.json"), "-q")
+    assert res.returncode == 0, res.stderr
+    report = orjson.loads((tmp_path / "r.json").read_bytes())  # JSON text: the name's odd byte as U+FFFD
+    assert {i["source"] for i in report["items"]} == {str(tmp_path / "b\ufffdd.jsonl")}
+    res = xcompact("show", str(src), "--line", "2", "-o", str(tmp_path / "v.html"))
+    assert res.returncode == 0, res.stderr
+    for page in ("d.html", "v.html"):
+        assert "b?d.jsonl" in (tmp_path / page).read_text() or "b\ufffdd.jsonl" in (tmp_path / page).read_text()

@@ -197,3 +197,43 @@ def test_a_strategy_found_as_an_entry_point(tmp_path):
 def test_an_unknown_backend_name_is_a_usage_error(tmp_path):
     res = xcompact("summarize", str(TAU), "--backend", "nope", cwd=tmp_path)
     assert res.returncode == 2 and "xcompact.backends entry point" in res.stderr
+
+
+EXITS = '''
+class Exits:
+    def should_compact(self, request):
+        return True
+    def compact(self, request):
+        raise SystemExit(3)
+
+class Down:
+    async def summarize(self, request):
+        raise RuntimeError("down")
+
+class Text:
+    async def summarize(self, request):
+        return "## overview\\n- a str, not an Answer"
+'''
+
+
+def test_a_strategy_that_exits_fails_its_conversations_and_leaves_nothing_behind(tmp_path):
+    (tmp_path / "ex.py").write_text(EXITS)
+    res = xcompact("compact", str(TAU), "--strategy", "ex:Exits", "-o", "out.jsonl", "--report", "r.json",
+                   cwd=tmp_path)
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    items = orjson.loads((tmp_path / "r.json").read_bytes())["items"]
+    assert {i["status"] for i in items} == {"SUMMARIZE_FAILED"} and "raised SystemExit" in items[0]["error"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "__pycache__") == ["ex.py", "out.jsonl", "r.json"]
+
+
+@pytest.mark.parametrize("name, message", [("Down", "backend ex:Down raised RuntimeError: down"),
+                                           ("Text", "backend ex:Text returned str, not an Answer")])
+def test_a_failing_backend_is_a_summary_failure_naming_it(tmp_path, name, message):
+    (tmp_path / "ex.py").write_text(EXITS)
+    res = xcompact("summarize", str(TAU), "--backend", f"ex:{name}", "--keep-recent", "4", "-o", "out.jsonl",
+                   "--report", "r.json", cwd=tmp_path)
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    items = orjson.loads((tmp_path / "r.json").read_bytes())["items"]
+    failed = [i for i in items if i["status"] == "SUMMARIZE_FAILED"]
+    assert failed and all(message in i["error"] for i in failed)
+    assert not [i for i in items if i["status"] == "INVALID_INPUT"]

@@ -50,23 +50,41 @@ def plugin_backend(spec: str, text_tokens: Any) -> Backend:
             raise UsageError(f"--backend {spec}: making it failed: {type(exc).__name__}: {exc}") from None
     if not callable(getattr(obj, "summarize", None)):
         raise UsageError(f"--backend {spec}: a backend needs async summarize(request) -> Answer")
-    if not isinstance(getattr(obj, "name", None), str):
-        try:
-            obj.name = spec
-        except AttributeError:
-            pass
-    if not hasattr(obj, "model"):
-        try:
-            obj.model = None
-        except AttributeError:
-            pass
-    if not callable(getattr(obj, "aclose", None)):
-        async def aclose() -> None:
-            return None
+    return _Guarded(obj, spec)
+
+
+class _Guarded:
+    """A plug-in summariser whose failures are summary failures (BackendError naming it), not
+    an unexpected error of the record: a raised exception, or an answer that is not an Answer."""
+
+    def __init__(self, inner: Any, spec: str) -> None:
+        self.inner, self.spec = inner, spec
+
+    @property
+    def name(self) -> str:
+        return str(getattr(self.inner, "name", None) or self.spec)
+
+    @property
+    def model(self) -> str | None:
+        model = getattr(self.inner, "model", None)
+        return model if isinstance(model, str) else None
+
+    async def summarize(self, request: Any) -> Any:
+        from ..errors import BackendError
+        from . import Answer
 
         try:
-            obj.aclose = aclose
-        except AttributeError:
-            pass
-    backend: Backend = obj
-    return backend
+            answer = await self.inner.summarize(request)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001  the plug-in's failure is this conversation's
+            raise BackendError(f"backend {self.spec} raised {type(exc).__name__}: {str(exc)[:200]}") from None
+        if not isinstance(answer, Answer):
+            raise BackendError(f"backend {self.spec} returned {type(answer).__name__}, not an Answer "
+                               "(from compactor_cli import Answer)")
+        return answer
+
+    async def aclose(self) -> None:
+        close = getattr(self.inner, "aclose", None)
+        if callable(close):
+            await close()

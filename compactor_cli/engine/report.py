@@ -221,7 +221,7 @@ class Report:
             self.digest.add(item)
         if self._writer is None:
             return
-        self._write((b"" if self._first_item else b",\n") + orjson.dumps(item))
+        self._write((b"" if self._first_item else b",\n") + _item_bytes(item))
         self._first_item = False
 
     @property
@@ -315,6 +315,24 @@ class Report:
             parts.append(f"dry run, nothing written: the output would be {human_bytes(self.output_bytes)} "
                          f"(input {human_bytes(self.input_bytes)})")
         return "; ".join(parts)
+
+
+def _item_bytes(item: ReportItem) -> bytes:
+    """The item as JSON; a file name whose bytes are not UTF-8 (a lone surrogate in Python) is
+    written with U+FFFD for those bytes, since JSON text cannot hold them."""
+    try:
+        return orjson.dumps(item)
+    except TypeError:
+        def clean(v: Any) -> Any:
+            if isinstance(v, str):
+                return v.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            if isinstance(v, list):
+                return [clean(x) for x in v]
+            if isinstance(v, dict):
+                return {clean(k): clean(x) for k, x in v.items()}
+            return v
+
+        return orjson.dumps(clean(item))
 
 
 def human_bytes(n: int) -> str:

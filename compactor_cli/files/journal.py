@@ -81,7 +81,10 @@ def journal_path(command: str, parameters: dict[str, Any], targets: list[Target]
     from ..model.paths import default_cache_dir
 
     def real(p: str | None) -> str | None:
-        return os.path.realpath(p) if p and p != STDIN else p
+        """The path as text JSON can hold: a name that is not UTF-8 keeps its bytes, escaped."""
+        if not p or p == STDIN:
+            return p
+        return os.fsencode(os.path.realpath(p)).decode("utf-8", "backslashreplace")
 
     key = hashlib.sha1(orjson.dumps([command, parameters, [(real(t.input.path), real(t.path)) for t in targets],
                                      real(report_path)], option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()

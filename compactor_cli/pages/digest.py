@@ -26,8 +26,10 @@ _FAILED = frozenset(s.value for s in Status if s.failed)
 
 
 def _where(item: dict[str, Any]) -> str:
+    """file:line, as text JSON and the page can hold (a name's bytes that are not UTF-8 become U+FFFD)."""
     line = item.get("line")
-    return f"{item.get('source')}:{line}" if line is not None else str(item.get("source"))
+    where = f"{item.get('source')}:{line}" if line is not None else str(item.get("source"))
+    return where.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _size(item: dict[str, Any], key: str) -> int | None:

@@ -24,7 +24,7 @@ def write_page(path: str, html: str) -> None:
 
     sink = open_sink(None if path == "-" else path)
     try:
-        sink.write(html.encode("utf-8"))
+        sink.write(html.encode("utf-8", "replace"))  # a file name that is not UTF-8: shown with '?', not a crash
         sink.commit()
     except OSError as exc:
         sink.abort()

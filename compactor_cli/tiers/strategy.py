@@ -80,7 +80,9 @@ async def apply_strategy(dump: dict, strategy: Any, spec: str, counter: TokenCou
         if not await _call(strategy.should_compact, request):
             return dump, Status.UNDER_THRESHOLD, {**fields, "reason": "the strategy's should_compact said no"}
         result = await _call(strategy.compact, request)
-    except Exception as exc:  # noqa: BLE001  a plug-in's failure is one conversation's
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001  a plug-in's failure (SystemExit included) is one conversation's
         return dump, Status.SUMMARIZE_FAILED, {**fields, "error": f"strategy {spec} raised "
                                                f"{type(exc).__name__}: {str(exc)[:200]}"}
     try:
