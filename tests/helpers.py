@@ -64,3 +64,20 @@ def wait_for_checkpoint(proc, min_offset: int = 1) -> None:
         assert proc.poll() is None, "the run ended before its checkpoint"
         time.sleep(0.01)
     raise AssertionError("no checkpoint was written")
+
+
+def killed_run(argv: list[str], min_offset: int, cwd: os.PathLike | str | None = None) -> None:
+    """Run ``xcompact ARGV`` with a checkpoint every 10 ms and SIGKILL it once one records at
+    least ``min_offset`` input bytes done: an interrupted run for --resume to continue."""
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "compactor_cli", *argv], cwd=cwd,
+                            env={**os.environ, "XCOMPACT_CHECKPOINT_SECONDS": "0.01"},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_checkpoint(proc, min_offset=min_offset)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)

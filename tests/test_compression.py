@@ -11,7 +11,6 @@ import io
 import lzma
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ from pathlib import Path
 import orjson
 import pytest
 import zstandard
-from helpers import FIXTURES, ROOT, tool_conv, wait_for_checkpoint
+from helpers import FIXTURES, ROOT, killed_run, tool_conv
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import conversations
@@ -228,14 +227,9 @@ def test_resume_continues_a_compressed_output_from_a_compressed_input(tmp_path):
     assert ref.returncode == 0
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    cmd = [sys.executable, "-m", "compactor_cli", *args, str(src), "-o", str(out_dir / "out.jsonl.gz")]
-    proc = subprocess.Popen(cmd, env={**os.environ, "XCOMPACT_CHECKPOINT_SECONDS": "0.01"},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for_checkpoint(proc, min_offset=plain.stat().st_size // 4)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=60)
+    argv = [*args, str(src), "-o", str(out_dir / "out.jsonl.gz")]
+    cmd = [sys.executable, "-m", "compactor_cli", *argv]
+    killed_run(argv, min_offset=plain.stat().st_size // 4)
     assert not (out_dir / "out.jsonl.gz").exists()
     resumed = subprocess.run([*cmd, "--resume"], capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr

@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import orjson
 import pytest
-from helpers import ROOT, journals_dir, wait_for_checkpoint
+from helpers import ROOT, journals_dir, killed_run
 
 sys.path.insert(0, str(ROOT / "bench"))
-from generate import generate  # noqa: E402
+from generate import generate
 
 ARGS = ["toolcall", "--keep", "2", "-j", "1", "-q"]
 
@@ -84,14 +83,7 @@ def _killed_run(dataset: Path, tmp_path: Path) -> tuple[Path, Path, Path, list[s
     out_dir.mkdir()
     rep_dir.mkdir()
     args = [*ARGS, str(src), "-o", str(out_dir / "out.jsonl"), "--report", str(rep_dir / "report.json")]
-    proc = subprocess.Popen([sys.executable, "-m", "compactor_cli", *args],
-                            env={**os.environ, "XCOMPACT_CHECKPOINT_SECONDS": "0.01"},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for_checkpoint(proc, min_offset=src.stat().st_size // 4)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=60)
+    killed_run(args, min_offset=src.stat().st_size // 4)
     assert os.listdir(out_dir) != ["out.jsonl"] and not (rep_dir / "report.json").exists()
     return src, out_dir, rep_dir, args
 

@@ -148,7 +148,7 @@ def test_controls_refuse_what_cannot_work(runner, tmp_path, args, message):
        st.one_of(st.none(), st.integers(1, 60)), st.sets(st.text(min_size=1, max_size=3), max_size=3),
        st.booleans())
 def test_every_combination_of_controls_restores_exactly(dump, keep, keep_turns, clear_at_least, excluded, drawn):
-    names = {n for n in tool_names(dump["messages"]).values()}
+    names = set(tool_names(dump["messages"]).values())
     exclude = set(excluded) | ({sorted(names)[0]} if names and drawn else set())
     before = orjson.dumps(dump)
     new, res = reclaim_tool_results(dump, keep=keep, keep_turns=keep_turns, clear_at_least=clear_at_least,
