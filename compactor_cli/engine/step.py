@@ -59,7 +59,8 @@ def op_toolcall(dump: dict, settings: Settings) -> Result:
         if size <= settings.trigger:
             return dump, Status.UNDER_THRESHOLD, {"threshold": settings.trigger, "threshold_unit": "tokens",
                                                   "size_before": size, "reclaimed_count": 0,
-                                                  "reclaimed_fraction": 0.0}
+                                                  "reclaimed_fraction": 0.0, "tokens_before": size,
+                                                  "tokens_after": size}  # counted once
     new, res = reclaim_tool_results(dump, keep=settings.keep, keep_originals=settings.keep_originals,
                                     key_offsets=head_tool_counts(dump), exclude_tools=settings.exclude_tools,
                                     keep_turns=settings.keep_turns, clear_at_least=settings.clear_at_least,

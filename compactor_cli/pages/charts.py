@@ -69,9 +69,9 @@ def status_bars(statuses: dict[str, int]) -> str:
 
 
 def _colour(status: str) -> str:
-    from ..status import Status
+    from .digest import FAILED_STATUSES
 
-    return "#b8474a" if Status(status).failed else ("#7f7f7f" if status in _UNCHANGED else "#3b6ea5")
+    return "#b8474a" if status in FAILED_STATUSES else ("#7f7f7f" if status in _UNCHANGED else "#3b6ea5")
 
 
 #: Statuses of conversations written as they were read.

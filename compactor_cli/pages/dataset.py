@@ -12,8 +12,7 @@ from typing import Any
 import orjson
 
 from ..errors import InvalidInputError
-from ..status import Status
-from .digest import DatasetDigest
+from .digest import FAILED_STATUSES, DatasetDigest
 from .templating import environment, write_page
 
 __all__ = ["read_report", "render_dataset_page", "write_page"]
@@ -63,8 +62,7 @@ def _cards(totals: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def render_dataset_page(command: str, parameters: dict[str, Any], version: str, totals: dict[str, Any],
-                        exit_code: int, digest: DatasetDigest, source: str | None = None,
-                        summary: str | None = None) -> str:
+                        exit_code: int, digest: DatasetDigest, source: str | None = None) -> str:
     """The page's HTML for a finished run (its report's head, totals and exit code, and the
     digest of its items)."""
     from markupsafe import Markup
@@ -93,9 +91,9 @@ def render_dataset_page(command: str, parameters: dict[str, Any], version: str, 
     shown = {k: v for k, v in parameters.items() if v is not None}
     return environment(pct=_pct).get_template("dataset.html.j2").render(
         title=f"xcompact {command}: {totals['conversations']:,} conversations", command=command, version=version,
-        exit_code=exit_code, source=source, summary=summary or headline(totals), totals=totals,
+        exit_code=exit_code, source=source, summary=headline(totals), totals=totals,
         cards=_cards(totals), statuses=sorted(totals["statuses"].items(), key=lambda kv: (-kv[1], kv[0])),
-        failed_statuses={s.value for s in Status if s.failed}, charts=[Markup(svg) for svg in svgs],
+        failed_statuses=FAILED_STATUSES, charts=[Markup(svg) for svg in svgs],
         largest=largest, unit=unit, problems=problems,
         parameters=sorted((k, v if isinstance(v, str) else orjson.dumps(v).decode()) for k, v in shown.items()),
         notes=totals.get("notes") or [])

@@ -22,7 +22,7 @@ SAMPLE_POINTS = 1000
 LARGEST = 20
 LISTED = 200
 
-_FAILED = frozenset(s.value for s in Status if s.failed)
+FAILED_STATUSES = frozenset(s.value for s in Status if s.failed)
 
 
 def _where(item: dict[str, Any]) -> str:
@@ -58,7 +58,7 @@ class DatasetDigest:
     def add(self, item: dict[str, Any]) -> None:
         status = str(item.get("status"))
         where = _where(item)
-        if status in _FAILED or item.get("error"):
+        if status in FAILED_STATUSES or item.get("error"):
             self.failure_count += 1
             if len(self.failures) < LISTED:
                 self.failures.append([where, status, str(item.get("error") or "")])

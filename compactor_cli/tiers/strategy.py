@@ -86,7 +86,7 @@ async def apply_strategy(dump: dict, strategy: Any, spec: str, counter: TokenCou
         return dump, Status.SUMMARIZE_FAILED, {**fields, "error": f"strategy {spec} raised "
                                                f"{type(exc).__name__}: {str(exc)[:200]}"}
     try:
-        new, kept = _replacement(dump, result, start, keep_originals, counter)
+        new, kept = _replacement(dump, result, start, keep_originals, counter, request.estimated_tokens)
     except BackendError as exc:
         return dump, Status.SUMMARIZE_FAILED, {**fields, "error": f"strategy {spec}: {exc}"}
     if new is dump:
@@ -94,8 +94,8 @@ async def apply_strategy(dump: dict, strategy: Any, spec: str, counter: TokenCou
     return new, Status.SUMMARIZED, {**fields, "summarized_count": len(messages) - start - kept, "kept_count": kept}
 
 
-def _replacement(dump: dict, result: Any, start: int, keep_originals: bool,
-                 counter: TokenCounter) -> tuple[dict, int]:
+def _replacement(dump: dict, result: Any, start: int, keep_originals: bool, counter: TokenCounter,
+                 tokens_before: int) -> tuple[dict, int]:
     """The new dump for a strategy's result, checked; BackendError saying what is wrong."""
     kept = getattr(result, "messages", None)
     summary = getattr(result, "summary", None)
@@ -115,7 +115,7 @@ def _replacement(dump: dict, result: Any, start: int, keep_originals: bool,
     text = summary if summary and summary.strip() else "(The earlier messages were removed by a compaction strategy.)"
     new = build_summarised(dump, cut, text, preserve_system=True, keep_originals=keep_originals)
     validate_replacement(dump, new)
-    if counter.conversation(new["messages"]) >= counter.conversation(messages):
+    if counter.conversation(new["messages"]) >= tokens_before:
         raise BackendError("the result is not smaller than the conversation (in tokens)")
     if keep_originals and restore_conversation(new)[0] != dump:
         raise BackendError("the round would not restore to the conversation it replaced")
