@@ -317,6 +317,47 @@ def test_tier1_restores_exactly_and_is_idempotent(fmt):
     check()
 
 
+def _long_arguments(obj, n: int):
+    """The request with every function call's arguments padded to at least ``n`` characters, so
+    --clear-tool-inputs has inputs worth clearing."""
+    obj = copy.deepcopy(obj)
+    items = obj if isinstance(obj, list) else obj.get("messages", obj.get("input"))
+    for it in items if isinstance(items, list) else ():
+        if it.get("type") == "function_call":
+            it["arguments"] = orjson.dumps({"q": "a" * n}).decode()
+        for b in it.get("content") if isinstance(it.get("content"), list) else ():
+            if isinstance(b, dict) and b.get("type") == "tool_use":
+                b["input"] = {**b["input"], "pad": "p" * n}
+        if "function_call" in it:
+            it["function_call"] = {**it["function_call"], "arguments": orjson.dumps({"x": "b" * n}).decode()}
+    return obj
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_cleared_inputs_and_own_placeholders_are_written_natively_and_restore_exactly(fmt):
+    strategy, valid = FORMATS[fmt]
+
+    @SETTINGS
+    @given(strategy(), st.integers(0, 3), st.integers(0, 120))
+    def check(obj, keep, pad):
+        obj = _long_arguments(obj, pad)
+        dump, codec = cycle(obj, fmt)
+        options = dict(keep=keep, clear_tool_inputs=True, placeholder="Old output ({lines} lines, {tool}) {id}")
+        new, res = reclaim_tool_results(dump, **options)
+        out = codec.to_native(new)
+        if valid:
+            valid(out, obj)
+        if res.inputs_cleared:  # the cleared calls are still valid calls of their format, read back cleared
+            text = orjson.dumps(out).decode()
+            assert "Arguments compacted, ID: " in text
+        again, codec2 = cycle(out, fmt)
+        new2, res2 = reclaim_tool_results(again, **options)
+        assert res2.reclaimed_count == 0 and codec2.to_native(new2) == out  # idempotent
+        restore_exact(out, fmt, obj)
+
+    check()
+
+
 @pytest.mark.parametrize("fmt", list(FORMATS))
 def test_tier2_output_is_valid_and_restores_exactly(fmt):
     strategy, valid = FORMATS[fmt]

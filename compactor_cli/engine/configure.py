@@ -156,10 +156,13 @@ def _tier1_controls(command: str, values: dict[str, Any], explicit: set[str]) ->
     if command == "toolcall" and v["no_tokens"]:
         given = [flag for flag, name in (("--trigger", "trigger"), ("--clear-at-least", "clear_at_least"))
                  if v[name] is not None]
+        if v["placeholder"] is not None and "{tokens}" in v["placeholder"]:
+            given.append("--placeholder with {tokens}")
         if given:
             raise UsageError(f"{' and '.join(given)} count{'s' if len(given) == 1 else ''} tokens: drop --no-tokens")
-    names = ("exclude_tools", "keep_turns", "clear_at_least") + (("trigger",) if command == "toolcall" else ())
-    controls = {n: (list(v[n]) if n == "exclude_tools" else v[n]) for n in names if v[n] not in (None, ())}
+    names = (("exclude_tools", "keep_turns", "clear_at_least", "placeholder", "clear_tool_inputs")
+             + (("trigger",) if command == "toolcall" else ()))
+    controls = {n: (list(v[n]) if n == "exclude_tools" else v[n]) for n in names if v[n] not in (None, (), False)}
     return v, controls
 
 
@@ -174,7 +177,8 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) -
         settings = Settings("toolcall", keep=v["keep"], keep_originals=v["originals"] == "keep", strict=strict,
                             count_tokens=tokens, encoding=v["encoding"], write_output=not v["dry_run"],
                             dry_run=v["dry_run"], exclude_tools=v["exclude_tools"], keep_turns=v["keep_turns"],
-                            clear_at_least=v["clear_at_least"], trigger=v["trigger"])
+                            clear_at_least=v["clear_at_least"], trigger=v["trigger"],
+                            placeholder=v["placeholder"], clear_tool_inputs=v["clear_tool_inputs"])
         return Configured(command, settings, dict(keep=v["keep"], originals=v["originals"], strict=strict,
                                                   encoding=v["encoding"], tokens=tokens, dry_run=v["dry_run"],
                                                   **controls))
@@ -228,7 +232,8 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) -
                         max_retries=v["max_retries"], max_summary_tokens=v["max_summary_tokens"],
                         preserve_system=v["preserve_system"], keep_originals=keep_originals,
                         exclude_tools=v["exclude_tools"], keep_turns=v["keep_turns"],
-                        clear_at_least=v["clear_at_least"])
+                        clear_at_least=v["clear_at_least"], placeholder=v["placeholder"],
+                        clear_tool_inputs=v["clear_tool_inputs"])
         params.update(controls)
         params.update(token_threshold=token_threshold, message_threshold=message_threshold, keep=v["keep"],
                       keep_recent=v["keep_recent"], escalation_rounds=v["escalation_rounds"],

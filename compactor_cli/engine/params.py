@@ -111,6 +111,19 @@ def _tool_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
     return tuple(names)
 
 
+def _placeholder_template(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A template is checked here, before any work: unknown fields, no {id}, no text of its own."""
+    if value is None:
+        return None
+    from ..model.placeholders import TemplateError, parse_template
+
+    try:
+        parse_template(value)
+    except TemplateError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+    return value
+
+
 #: Tier 1's controls, as Anthropic's context editing (clear_tool_uses) names them.
 TIER1_CONTROLS: list[Slot] = [
     click.option("--exclude-tools", "exclude_tools", metavar="NAME[,NAME...]", multiple=True, callback=_tool_names,
@@ -121,6 +134,12 @@ TIER1_CONTROLS: list[Slot] = [
     click.option("--clear-at-least", type=click.IntRange(min=1, max=MAX_INT), default=None, metavar="TOKENS",
                  help="Clear only when the placeholders free at least this many tokens; else the conversation is "
                       "left exactly as it was (NOTHING_TO_CONDENSE, reason clear_at_least)."),
+    click.option("--clear-tool-inputs", is_flag=True, default=False,
+                 help="Also replace the arguments of the calls whose results are cleared (stored, restored exactly)."),
+    click.option("--placeholder", "placeholder", metavar="TEXT", default=None, callback=_placeholder_template,
+                 help="The text a cleared result becomes, with fields {id} (required: the key extract takes), "
+                      "{tool}, {lines}, {chars}, {tokens}; e.g. 'Old environment output: ({lines} lines omitted, "
+                      "ID {id})'. Default: xun's placeholder."),
 ]
 trigger = click.option("--trigger", type=click.IntRange(min=1, max=MAX_INT), default=None, metavar="TOKENS",
                        help="Clear only conversations over this many tokens; the others are left as they are "

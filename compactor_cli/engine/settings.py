@@ -32,6 +32,8 @@ class Settings:
     exclude_tools: tuple[str, ...] = ()  # toolcall's tier-1 controls (compact carries them in its Policy)
     keep_turns: int | None = None
     clear_at_least: int | None = None
+    placeholder: str | None = None  # --placeholder TEXT: a template of the user's own (model/placeholders.py)
+    clear_tool_inputs: bool = False
     strategy: str | None = None  # compact --strategy MODULE:ATTR: a plug-in policy instead of the tiers
     trigger: int | None = None  # toolcall --trigger: tokens a conversation must exceed to be cleared
     summary: SummarizeOptions | None = None  # summarize

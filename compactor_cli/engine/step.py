@@ -64,13 +64,16 @@ def op_toolcall(dump: dict, settings: Settings) -> Result:
     new, res = reclaim_tool_results(dump, keep=settings.keep, keep_originals=settings.keep_originals,
                                     key_offsets=head_tool_counts(dump), exclude_tools=settings.exclude_tools,
                                     keep_turns=settings.keep_turns, clear_at_least=settings.clear_at_least,
-                                    counter=counter)
+                                    counter=counter, placeholder=settings.placeholder,
+                                    clear_tool_inputs=settings.clear_tool_inputs)
     status = Status.RECLAIMED if res.reclaimed_count else Status.NOTHING_TO_CONDENSE
     fields: dict[str, Any] = {"reclaimed_count": res.reclaimed_count, "reclaimed_fraction": res.reclaimed_fraction,
                               "skipped_no_id": res.skipped_no_id, "length_before": res.length_before,
                               "length_after": res.length_after}
     if res.excluded_count:
         fields["excluded_count"] = res.excluded_count
+    if res.inputs_cleared:
+        fields["inputs_cleared"] = res.inputs_cleared
     if res.freed_tokens is not None:
         fields["freed_tokens"] = res.freed_tokens
     if res.below_clear_at_least:

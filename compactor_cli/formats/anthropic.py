@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from ..model.conversation import META_KEY, Problem, check_messages_shape, check_owned_keys
+from ..model.placeholders import cleared_input, is_input_placeholder
 from .base import DUMP_KEY, MSG_KEY, Codec, fail, jdump, jload, type_name
 
 FMT = "anthropic"
@@ -218,6 +219,23 @@ def messages_to_internal(messages: list) -> list[dict]:
     return out
 
 
+def _with_inputs(native: dict, calls: Any) -> dict:
+    """An assistant message whose tool_use inputs follow its calls' arguments where
+    --clear-tool-inputs cleared them or restore gave them back (else it is written as read)."""
+    content = native.get("content")
+    if not calls or not isinstance(content, list):
+        return native
+    uses = [j for j, b in enumerate(content) if isinstance(b, dict) and b.get("type") == "tool_use"]
+    new_content: list | None = None
+    for j, call in zip(uses, calls, strict=False):
+        args = (call.get("function") or {}).get("arguments")
+        if isinstance(args, str) and (is_input_placeholder(args) or cleared_input(content[j].get("input"))):
+            if new_content is None:
+                new_content = list(content)
+            new_content[j] = {**content[j], "input": jload(args)}
+    return native if new_content is None else {**native, "content": new_content}
+
+
 def _native_messages(msgs: list[dict]) -> list[dict]:
     """The native messages of internal messages (each remembering its native form)."""
     out: list[dict] = []
@@ -240,7 +258,7 @@ def _native_messages(msgs: list[dict]) -> list[dict]:
         if "m" in memo:
             flush()
             last = None
-            out.append(memo["m"])
+            out.append(_with_inputs(memo["m"], m.get("tool_calls")))
             continue
         k, n = memo["k"], memo["n"]
         if group is None or last is None or last != (k - 1, n) or k == 0:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from ..model.conversation import META_KEY, Problem, check_messages_shape, check_owned_keys
+from ..model.placeholders import is_input_placeholder
 from .base import DUMP_KEY, MSG_KEY, Codec, fail, jdump, jload, type_name
 
 FMT = "responses"
@@ -267,7 +268,16 @@ def message_items(m: dict) -> list[dict]:
         else:
             item["output"] = m.get("content")
         return list(memo.get("pre") or ()) + [item]
-    return list(memo.get("items") or ())
+    items = list(memo.get("items") or ())
+    calls = m.get("tool_calls")
+    if calls:  # arguments --clear-tool-inputs cleared, or restore gave back
+        by_id = {c.get("id"): (c.get("function") or {}).get("arguments") for c in calls if isinstance(c, dict)}
+        for j, it in enumerate(items):
+            if item_type(it) == "function_call" and it.get("call_id") in by_id:
+                args = by_id[it["call_id"]]
+                if is_input_placeholder(args) or is_input_placeholder(it.get("arguments")):
+                    items[j] = {**it, "arguments": args}
+    return items
 
 
 def memo_of(m: dict) -> dict | None:

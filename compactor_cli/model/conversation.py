@@ -41,6 +41,10 @@ REPLACED_KEYS = ("tokens_used", COUNTER_KEY)
 ALIASES_FIELD = "tool_result_keys"
 #: ``xcompact`` field: the input had an empty ``compacted_tool_results`` (restore gives it back).
 EMPTY_STORE_FIELD = "empty_store"
+#: ``xcompact`` field: the placeholder templates of the user's own its placeholders use (model/placeholders.py).
+TEMPLATES_FIELD = "placeholder_templates"
+#: ``xcompact`` field: store key -> original arguments of a call whose input --clear-tool-inputs cleared.
+INPUTS_FIELD = "tool_inputs"
 #: ``xcompact`` field: how many summary rounds were archived when compact recorded ``replaced``.
 ARCHIVED_FIELD = "archived_rounds"
 
@@ -370,6 +374,24 @@ def _check_meta(value: Any, dump: dict[str, Any]) -> Iterator[Problem]:
                                                     f"got {_type_name(value[EMPTY_STORE_FIELD])}", True)
     if ALIASES_FIELD in value:
         yield from _check_aliases(value[ALIASES_FIELD], f"{ptr}/{ALIASES_FIELD}")
+    if TEMPLATES_FIELD in value:
+        yield from _check_templates(value[TEMPLATES_FIELD], f"{ptr}/{TEMPLATES_FIELD}")
+    if INPUTS_FIELD in value and not isinstance(value[INPUTS_FIELD], dict):
+        yield Problem(f"{ptr}/{INPUTS_FIELD}", f"{META_KEY}.{INPUTS_FIELD} must be an object (store key -> original "
+                                               f"arguments), got {_type_name(value[INPUTS_FIELD])}", True)
+
+
+def _check_templates(value: Any, ptr: str) -> Iterator[Problem]:
+    from .placeholders import TemplateError, template
+
+    if not isinstance(value, list) or not all(type(t) is str for t in value):
+        yield Problem(ptr, f"{META_KEY}.{TEMPLATES_FIELD} must be an array of strings", True)
+        return
+    for j, text in enumerate(value):
+        try:
+            template(text)
+        except TemplateError as exc:
+            yield Problem(f"{ptr}/{j}", str(exc), True)
 
 
 def _check_aliases(value: Any, ptr: str) -> Iterator[Problem]:

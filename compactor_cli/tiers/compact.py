@@ -104,7 +104,8 @@ async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None, cou
         new, res = reclaim_tool_results(dump, keep=keep, keep_originals=policy.keep_originals,
                                         key_offsets=head_tool_counts(dump), exclude_tools=policy.exclude_tools,
                                         keep_turns=keep_turns, clear_at_least=policy.clear_at_least,
-                                        counter=counter)
+                                        counter=counter, placeholder=policy.placeholder,
+                                        clear_tool_inputs=policy.clear_tool_inputs)
         rounds = int((dump.get(COUNTER_KEY) or {}).get("toolcall_rounds") or 0) + 1
         if source == "observed" and attempt == 0:
             estimate = round(size * (1 - res.reclaimed_fraction))

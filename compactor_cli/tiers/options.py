@@ -34,6 +34,8 @@ class Policy:
     exclude_tools: tuple[str, ...] = ()  # tier 1's controls (toolcall's own, in every round)
     keep_turns: int | None = None
     clear_at_least: int | None = None
+    placeholder: str | None = None  # a placeholder template of the user's own (model/placeholders.py)
+    clear_tool_inputs: bool = False
 
     @property
     def threshold(self) -> int:

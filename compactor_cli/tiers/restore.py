@@ -17,11 +17,13 @@ from ..model.conversation import (
     ARCHIVED_FIELD,
     COUNTER_KEY,
     EMPTY_STORE_FIELD,
+    INPUTS_FIELD,
     META_KEY,
     ORIGINALS_KEY,
     REPLACED_KEYS,
+    TEMPLATES_FIELD,
 )
-from .store import read_aliases, slot_key, tool_slots, with_aliases
+from .store import answered_calls, input_placeholder, read_aliases, slot_key, tool_slots, with_aliases
 
 
 class RestoreDetails(NamedTuple):
@@ -148,6 +150,37 @@ def _restore_tool_results(dump: dict) -> tuple[dict, int, int]:
     return with_aliases(new, aliases), restored, missing
 
 
+def _restore_tool_inputs(dump: dict) -> dict:
+    """Put back the arguments --clear-tool-inputs cleared (before the results: it reads the keys
+    their aliases give). Inputs whose call is no longer where it was stay stored."""
+    meta = dump.get(META_KEY)
+    if not isinstance(meta, dict) or not meta.get(INPUTS_FIELD):
+        return dump
+    remaining = dict(meta[INPUTS_FIELD])
+    aliases = read_aliases(dump)
+    calls = answered_calls(dump["messages"])
+    new_messages = list(dump["messages"])
+    for slot in tool_slots(dump, archived=False):
+        key = slot_key(slot, aliases)
+        if key is None or key not in remaining or slot.index not in calls:
+            continue
+        mi, ci = calls[slot.index]
+        msg = new_messages[mi]
+        call = msg["tool_calls"][ci]
+        fn = call.get("function")
+        if isinstance(fn, dict) and fn.get("arguments") == input_placeholder(key):
+            new_calls = list(msg["tool_calls"])
+            new_calls[ci] = {**call, "function": {**fn, "arguments": remaining.pop(key)}}
+            new_messages[mi] = {**msg, "tool_calls": new_calls}
+    new_meta = {k: v for k, v in meta.items() if k != INPUTS_FIELD}
+    if remaining:
+        new_meta[INPUTS_FIELD] = remaining
+    new = {**dump, "messages": new_messages, META_KEY: new_meta}
+    if not new_meta:
+        del new[META_KEY]
+    return new
+
+
 def restore_tool_results(dump: dict) -> tuple[dict, int]:
     """Put back every placeholder whose original is stored; drop the store once empty.
     Returns the new dump and how many results were restored."""
@@ -162,12 +195,18 @@ def restore_details(dump: Any) -> RestoreDetails:
         new, restored, missing = restore_details({"messages": dump})
         return RestoreDetails(new["messages"] if list(new) == ["messages"] else new, restored, missing)
     dump, rounds, rounds_left = _restore_summaries(dump)  # the tier-2 archive first, then the placeholders
+    dump = _restore_tool_inputs(dump)
     dump, restored, missing = _restore_tool_results(dump)
     meta = dump.get(META_KEY)
     if isinstance(meta, dict) and not dump.get(ARCHIVE_KEY):
-        # everything is back: the bookkeeping goes, but for aliases some stored original still needs
+        # everything is back: the bookkeeping goes, but for what a placeholder left still needs:
+        # the aliases of stored originals, inputs not given back, templates of placeholders left
         left = read_aliases(dump)
-        dump = with_aliases({k: v for k, v in dump.items() if k != META_KEY}, left)
+        kept = {k: meta[k] for k in (INPUTS_FIELD,) if meta.get(k)}
+        if missing and meta.get(TEMPLATES_FIELD):
+            kept[TEMPLATES_FIELD] = meta[TEMPLATES_FIELD]
+        dump = with_aliases({**{k: v for k, v in dump.items() if k != META_KEY},
+                             **({META_KEY: kept} if kept else {})}, left)
     return RestoreDetails(dump, restored + rounds, missing + rounds_left)
 
 

@@ -45,6 +45,9 @@ from ..model.conversation import (
     REPLACED_KEYS,
     placeholder_for,
 )
+from ..model.placeholders import PlaceholderTemplate, recorded_templates
+from ..model.placeholders import input_placeholder as input_placeholder
+from ..model.placeholders import is_input_placeholder as is_input_placeholder
 
 _MISSING = object()
 _PH_HEAD, _PH_TAIL = placeholder_for("\0").split("\0")
@@ -61,28 +64,47 @@ def originals_key(tool_call_id: str, occurrence: int) -> str:
 class ToolSlot:
     """One tool result with an ID: its occurrence number among results with that ID, and its
     message (None when only the ID is left: a round summarised with --originals drop);
-    ``index`` is its position in ``dump["messages"]`` (None when archived)."""
+    ``index`` is its position in ``dump["messages"]`` (None when archived); ``templates``: the
+    dump's placeholder templates of the user's own (``xcompact.placeholder_templates``)."""
 
     cid: str
     occurrence: int
     message: dict | None
     index: int | None
+    templates: tuple[PlaceholderTemplate, ...] = ()
 
     @property
     def is_placeholder(self) -> bool:
-        return self.message is not None and is_placeholder_of(self.message.get("content"), self.cid)
+        return self.message is not None and is_placeholder_of(self.message.get("content"), self.cid, self.templates)
 
 
-def is_placeholder_of(content: Any, cid: str) -> bool:
+def is_placeholder_of(content: Any, cid: str, templates: tuple[PlaceholderTemplate, ...] = ()) -> bool:
     """``content`` is the placeholder naming this ID or one of its store keys (``ID#k``, an alias
-    ``ID#k~n``: what a reused ID's placeholder names)."""
-    if not isinstance(content, str) or not (content.startswith(_PH_HEAD) and content.endswith(_PH_TAIL)):
+    ``ID#k~n``: what a reused ID's placeholder names): xun's, or one of ``templates``."""
+    if not isinstance(content, str):
         return False
-    named = content[len(_PH_HEAD):len(content) - len(_PH_TAIL)]
-    if named == cid:
-        return True
-    return (len(named) > len(cid) + 1 and named.startswith(cid) and named[len(cid)] in "#~"
-            and content == placeholder_for(named))
+    if content.startswith(_PH_HEAD) and content.endswith(_PH_TAIL):
+        named = content[len(_PH_HEAD):len(content) - len(_PH_TAIL)]
+        if named == cid or (len(named) > len(cid) + 1 and named.startswith(cid) and named[len(cid)] in "#~"
+                            and content == placeholder_for(named)):
+            return True
+    return any(t.names(content, cid) for t in templates)
+
+
+def answered_calls(messages: list[dict]) -> dict[int, tuple[int, int]]:
+    """Index of each tool result -> (message index, position in its tool_calls) of the call it
+    answers: the latest call with its ID before it."""
+    latest: dict[str, tuple[int, int]] = {}
+    out: dict[int, tuple[int, int]] = {}
+    for i, m in enumerate(messages):
+        role = m.get("role")
+        if role == "assistant":
+            for j, call in enumerate(m.get("tool_calls") or ()):
+                if isinstance(call, dict) and isinstance(call.get("id"), str):
+                    latest[call["id"]] = (i, j)
+        elif role == "tool" and isinstance(m.get("tool_call_id"), str) and m["tool_call_id"] in latest:
+            out[i] = latest[m["tool_call_id"]]
+    return out
 
 
 def _archived(dump: dict) -> Iterator[tuple[str, dict | None]]:
@@ -110,15 +132,16 @@ def tool_slots(dump: dict, archived: bool = True) -> list[ToolSlot]:
     ``archived=False`` only the latter, numbered after the archived ones)."""
     seen: dict[str, int] = {}
     slots: list[ToolSlot] = []
+    templates = recorded_templates(dump)
     for cid, m in _archived(dump):
         seen[cid] = seen.get(cid, 0) + 1
         if archived:
-            slots.append(ToolSlot(cid, seen[cid], m, None))
+            slots.append(ToolSlot(cid, seen[cid], m, None, templates))
     for i, m in enumerate(dump["messages"]):
         if m.get("role") == "tool" and isinstance(m.get("tool_call_id"), str):
             cid = m["tool_call_id"]
             seen[cid] = seen.get(cid, 0) + 1
-            slots.append(ToolSlot(cid, seen[cid], m, i))
+            slots.append(ToolSlot(cid, seen[cid], m, i, templates))
     return slots
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from ..errors import InvalidInputError
 from ..model.conversation import (
     EMPTY_STORE_FIELD,
+    INPUTS_FIELD,
     META_KEY,
     ORIGINALS_KEY,
     PLACEHOLDER_TEMPLATE,
@@ -24,11 +25,15 @@ from ..model.conversation import (
     estimated_message_length,
     placeholder_for,
 )
+from ..model.placeholders import recorded_templates, template, with_template
 from .options import DEFAULT_KEEP
 from .store import (
     KeyAllocator,
+    answered_calls,
     find_stored,
     head_tool_counts,
+    input_placeholder,
+    is_input_placeholder,
     is_placeholder_of,
     originals_key,
     read_aliases,
@@ -78,6 +83,7 @@ class ToolCallCompactResult:
     excluded_count: int = 0  # old results of --exclude-tools, never cleared
     freed_tokens: int | None = None  # with clear_at_least: the tokens the placeholders free (or would)
     below_clear_at_least: bool = False  # they would free fewer: the dump was left as it was
+    inputs_cleared: int = 0  # with clear_tool_inputs: calls whose arguments became a placeholder
 
 
 def _check_args(dump: Any, keep: Any) -> None:
@@ -122,13 +128,17 @@ def _kept_by_turns(messages: list[dict], keep_turns: int) -> int:
 def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_originals: bool = True,
                          key_offsets: dict[str, int] | None = None, *, exclude_tools: Collection[str] = (),
                          keep_turns: int | None = None, clear_at_least: int | None = None,
-                         counter: Any = None) -> tuple[Any, ToolCallCompactResult]:
+                         counter: Any = None, placeholder: str | None = None,
+                         clear_tool_inputs: bool = False) -> tuple[Any, ToolCallCompactResult]:
     """Replace tool results older than the most recent ``keep`` by placeholders.
 
     The controls of Anthropic's context editing (``clear_tool_uses``): results of the tools in
     ``exclude_tools`` are never cleared; ``keep_turns`` also keeps the results of the last that
     many assistant turns; with ``clear_at_least`` (tokens, counted by ``counter``, default
-    cl100k_base) nothing is cleared unless the placeholders free at least that many.
+    cl100k_base) nothing is cleared unless the placeholders free at least that many;
+    ``clear_tool_inputs`` also replaces the arguments of the calls whose results are cleared
+    (stored in ``xcompact.tool_inputs``). ``placeholder``: a template of the user's own
+    (model/placeholders.py), instead of xun's text.
 
     ``dump`` is a dumps() dict, or a bare list of messages: then the result is a list again
     when nothing had to be stored (``keep_originals=False`` or nothing compacted), otherwise a
@@ -141,7 +151,8 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
     if isinstance(dump, list):
         new, result = reclaim_tool_results({"messages": dump}, keep, keep_originals, key_offsets,
                                            exclude_tools=exclude_tools, keep_turns=keep_turns,
-                                           clear_at_least=clear_at_least, counter=counter)
+                                           clear_at_least=clear_at_least, counter=counter,
+                                           placeholder=placeholder, clear_tool_inputs=clear_tool_inputs)
         return (new["messages"] if list(new) == ["messages"] else new), result
     if keep < 0:
         raise ValueError("keep must be >= 0")
@@ -157,7 +168,8 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
         kept = [i for i in old if names.get(i) in exclude_tools]
         result.excluded_count = len(kept)
         old = [i for i in old if names.get(i) not in exclude_tools]
-    if clear_at_least is not None and counter is None:
+    tpl = template(placeholder) if placeholder is not None and placeholder != PLACEHOLDER_TEMPLATE else None
+    if (clear_at_least is not None or (tpl is not None and tpl.needs_tokens)) and counter is None:
         from ..model.tokens import DEFAULT_ENCODING, counter_for
 
         counter = counter_for(DEFAULT_ENCODING)
@@ -166,13 +178,24 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
     result.length_before = result.length_after = before
     if not old:
         return dump, result
+    templates = recorded_templates(dump) + ((tpl,) if tpl is not None else ())
+    calls = answered_calls(messages) if clear_tool_inputs or (tpl is not None and "tool" in tpl.fields) else {}
     new_messages = list(messages)
     originals = dict(dump.get(ORIGINALS_KEY) or {})
+    inputs: dict[str, Any] = {}
     keys: KeyAllocator | None = None
     # dropping originals into a dump that stores none needs no keys at all (the hot path)
     need_keys = keep_originals or bool(originals) or bool(read_aliases(dump))
     saved = 0
     occurrence = _occurrences(messages, key_offsets if key_offsets is not None else head_tool_counts(dump))
+
+    def text_for(key: str, i: int, content: Any) -> str:
+        if tpl is None:
+            return placeholder_for(key)
+        call = calls.get(i)
+        tool = _call_name(messages, call) if call is not None else None
+        return tpl.render(key, tool, content, counter.content(content) if tpl.needs_tokens else None)
+
     for i in old:
         m = messages[i]
         cid = m.get("tool_call_id")
@@ -180,34 +203,45 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
             result.skipped_no_id += 1
             continue
         content = m.get("content")
+        if is_placeholder_of(content, cid, templates):  # compacted already (any key it names)
+            continue
         k = occurrence.get(i, 1)
         # a reused ID's placeholder names the key extract takes (ID#k), so it fetches this result
-        placeholder = placeholder_for(cid if k == 1 else originals_key(cid, k))
-        if content == placeholder or is_placeholder_of(content, cid):  # compacted already (any key it names)
-            continue
+        placeholder_text = text_for(cid if k == 1 else originals_key(cid, k), i, content)
         old_len = content_length(content)
-        if len(placeholder) >= old_len:
+        if len(placeholder_text) >= old_len:
             continue
+        key = originals_key(cid, k)
         if need_keys:
             if keys is None:  # built once, only when something is compacted
                 keys = KeyAllocator(dump, key_offsets, originals)
             if keep_originals:
                 key = keys.store(i, cid, content)
-                if key != cid:
-                    placeholder = placeholder_for(key)
+                if key != originals_key(cid, k):
+                    placeholder_text = text_for(key, i, content)
             else:
                 keys.drop(i, cid)
-        new_messages[i] = {**m, "content": placeholder}
-        saved += old_len - len(placeholder)
+        new_messages[i] = {**m, "content": placeholder_text}
+        saved += old_len - len(placeholder_text)
         if clear_at_least is not None:
-            freed += counter.content(content) - counter.content(placeholder)
+            freed += counter.content(content) - counter.content(placeholder_text)
+        if clear_tool_inputs and i in calls:
+            cleared = _clear_input(new_messages, calls[i], key)
+            if cleared is not None:
+                original_args, marker = cleared
+                if keep_originals:
+                    inputs[key] = original_args
+                saved += len(original_args) - len(marker)
+                if clear_at_least is not None:
+                    freed += counter.text(original_args) - counter.text(marker)
+                result.inputs_cleared += 1
         result.compacted_indices.append(i)
     result.reclaimed_count = len(result.compacted_indices)
     if clear_at_least is not None:
         result.freed_tokens = freed
         if freed < clear_at_least:  # not worth clearing: the conversation stays exactly as it was
             result.below_clear_at_least = True
-            result.reclaimed_count = 0
+            result.reclaimed_count = result.inputs_cleared = 0
             result.compacted_indices = []
             return dump, result
     if not result.reclaimed_count:
@@ -222,7 +256,39 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
         new_dump[ORIGINALS_KEY] = originals
     if keys is not None and keys.changed:
         new_dump = with_aliases(new_dump, keys.aliases)
+    if inputs:
+        meta = dict(new_dump.get(META_KEY) or {})
+        meta[INPUTS_FIELD] = {**(meta.get(INPUTS_FIELD) or {}), **inputs}
+        new_dump[META_KEY] = meta
+    if tpl is not None:
+        new_dump = with_template(new_dump, tpl)
     return new_dump, result
+
+
+def _call_name(messages: list[dict], at: tuple[int, int]) -> str | None:
+    fn = messages[at[0]]["tool_calls"][at[1]].get("function")
+    return fn["name"] if isinstance(fn, dict) and isinstance(fn.get("name"), str) else None
+
+
+def _clear_input(messages: list[dict], at: tuple[int, int], key: str) -> tuple[str, str] | None:
+    """Replace the arguments of the call at ``at`` (in ``messages``, copying what it changes)
+    by the input placeholder naming ``key``; (original arguments, placeholder), or None when
+    they are not a function call's arguments text, are cleared already, or are shorter."""
+    mi, ci = at
+    msg = messages[mi]
+    call = msg["tool_calls"][ci]
+    fn = call.get("function")
+    if call.get("type", "function") != "function" or not isinstance(fn, dict) \
+            or not isinstance(fn.get("arguments"), str):
+        return None
+    args = fn["arguments"]
+    marker = input_placeholder(key)
+    if is_input_placeholder(args) or len(marker) >= len(args):
+        return None
+    new_calls = list(msg["tool_calls"])
+    new_calls[ci] = {**call, "function": {**fn, "arguments": marker}}
+    messages[mi] = {**msg, "tool_calls": new_calls}
+    return args, marker
 
 
 def _occurrences(messages: list[dict], offsets: dict[str, int]) -> dict[int, int]:

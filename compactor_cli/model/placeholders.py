@@ -1,0 +1,165 @@
+"""Placeholder templates (``--placeholder TEXT``): the text a compacted tool result becomes.
+
+xun's placeholder (``conversation.PLACEHOLDER_TEMPLATE``) is the default and is always
+recognised. A template of the user's own has the fields ``{id}`` (the key ``extract`` takes:
+the tool-call ID, or ``ID#2`` for a reused one), ``{tool}`` (the name of the tool its call
+named, ``unknown`` when no call names it), ``{lines}``, ``{chars}`` and ``{tokens}`` (of the
+original content) — enough to write SWE-agent's "Old environment output: ({lines} lines
+omitted)" or LangChain's "[cleared]", as long as ``{id}`` is in it: a placeholder that does not
+name what it stands for cannot be fetched back, nor recognised, so such a template is refused.
+A dump compacted with a template of its own records it in ``xcompact.placeholder_templates``,
+so restore, extract, later runs and pages recognise its placeholders without being told.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+from dataclasses import dataclass, field
+from typing import Any
+
+from .conversation import META_KEY, PLACEHOLDER_TEMPLATE, TEMPLATES_FIELD, content_length, content_text
+
+#: The fields a template may use.
+FIELDS = ("id", "tool", "lines", "chars", "tokens")
+UNKNOWN_TOOL = "unknown"
+_NUMBER = r"[0-9]+"
+#: What a key adds to the ID it names (``#k`` for the k-th result with that ID, ``~n`` an alias).
+_KEY_SUFFIX = r"(?:#[0-9]+)?(?:~[0-9]+)?"
+
+
+class TemplateError(ValueError):
+    """A template that cannot be used; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class PlaceholderTemplate:
+    """A parsed template: render a placeholder, or tell whether a text is one naming an ID."""
+
+    text: str
+    fields: frozenset[str] = field(default=frozenset(), compare=False)
+    pieces: tuple[tuple[str, str | None], ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def needs_tokens(self) -> bool:
+        return "tokens" in self.fields
+
+    @property
+    def is_default(self) -> bool:
+        return self.text == PLACEHOLDER_TEMPLATE
+
+    def render(self, key: str, tool: str | None, content: Any, tokens: int | None = None) -> str:
+        values: dict[str, Any] = {"id": key, "tool": tool if tool else UNKNOWN_TOOL}
+        if "lines" in self.fields:
+            text = content_text(content)
+            values["lines"] = len(text.splitlines()) if text else 0
+        if "chars" in self.fields:
+            values["chars"] = content_length(content)
+        if "tokens" in self.fields:
+            values["tokens"] = tokens if tokens is not None else 0
+        return "".join(lit + (str(values[name]) if name else "") for lit, name in self.pieces)
+
+    def names(self, content: Any, cid: str) -> bool:
+        """``content`` is a placeholder of this template naming ``cid`` or one of its keys."""
+        if not isinstance(content, str):
+            return False
+        first, last = self.pieces[0][0], self.pieces[-1][0]  # parse_template ends the pieces with text
+        if not (content.startswith(first) and content.endswith(last)) or cid not in content:
+            return False
+        return re.fullmatch(self._pattern(re.escape(cid) + _KEY_SUFFIX), content, re.DOTALL) is not None
+
+    def _pattern(self, key_pattern: str) -> str:
+        parts: list[str] = []
+        seen_id = False
+        for lit, name in self.pieces:
+            parts.append(re.escape(lit))
+            if name == "id":
+                parts.append(f"(?P<key>{key_pattern})" if not seen_id else "(?P=key)")
+                seen_id = True
+            elif name == "tool":
+                parts.append(".*?")
+            elif name is not None:
+                parts.append(_NUMBER)
+        return "".join(parts)
+
+
+def parse_template(text: str) -> PlaceholderTemplate:
+    """A template checked: only the known fields, no format specs, ``{id}`` in it, and some
+    text of its own (a bare ``{id}`` could not be told from a result that is just its ID)."""
+    if not isinstance(text, str):
+        raise TemplateError(f"a placeholder template is text, got {type(text).__name__}")
+    pieces: list[tuple[str, str | None]] = []
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError as exc:
+        raise TemplateError(f"placeholder template {text!r}: {exc} (write a literal brace as {{{{ or }}}})") from None
+    for lit, name, spec, conversion in parsed:
+        if name is not None and name not in FIELDS:
+            shown = "{" + name + "}"
+            raise TemplateError(f"placeholder template {text!r}: unknown field {shown}; the fields are "
+                                + ", ".join("{" + f + "}" for f in FIELDS))
+        if spec or conversion:
+            raise TemplateError(f"placeholder template {text!r}: {{{name}}} takes no format spec or conversion")
+        pieces.append((lit, name))
+    names = {n for _, n in pieces if n is not None}
+    if "id" not in names:
+        raise TemplateError(f"placeholder template {text!r} does not name the result: put {{id}} in it (the key "
+                            "extract takes), so the model and restore can find the original")
+    if not "".join(lit for lit, _ in pieces).strip():
+        raise TemplateError(f"placeholder template {text!r} needs some text besides its fields, so a placeholder "
+                            "can be told from a tool result")
+    if pieces[-1][1] is not None:
+        pieces.append(("", None))
+    return PlaceholderTemplate(text, frozenset(names), tuple(pieces))
+
+
+_parsed: dict[str, PlaceholderTemplate] = {}
+
+
+def template(text: str) -> PlaceholderTemplate:
+    """``parse_template``, once per text."""
+    t = _parsed.get(text)
+    if t is None:
+        t = _parsed[text] = parse_template(text)
+    return t
+
+
+def recorded_templates(dump: dict[str, Any]) -> tuple[PlaceholderTemplate, ...]:
+    """The templates of the user's own a dump records (malformed entries are refused earlier,
+    by conversation.check_owned_keys)."""
+    meta = dump.get(META_KEY)
+    texts = meta.get(TEMPLATES_FIELD) if isinstance(meta, dict) else None
+    return tuple(template(t) for t in texts or ())
+
+
+def with_template(dump: dict[str, Any], tpl: PlaceholderTemplate) -> dict[str, Any]:
+    """The dump recording ``tpl`` (nothing for the default, which is always recognised)."""
+    if tpl.is_default:
+        return dump
+    meta = dict(dump.get(META_KEY) or {})
+    texts = list(meta.get(TEMPLATES_FIELD) or ())
+    if tpl.text in texts:
+        return dump
+    meta[TEMPLATES_FIELD] = texts + [tpl.text]
+    return {**dump, META_KEY: meta}
+
+
+#: What a cleared call's arguments become (--clear-tool-inputs): JSON, so the call stays valid
+#: for servers that parse arguments, naming the store key of its result.
+_INPUT_HEAD = '{"compacted":"[Arguments compacted, ID: '
+
+
+def input_placeholder(key: str) -> str:
+    # json, not orjson: an ID may hold a lone surrogate
+    return json.dumps({"compacted": f"[Arguments compacted, ID: {key}]"}, ensure_ascii=False, separators=(",", ":"))
+
+
+def is_input_placeholder(arguments: Any) -> bool:
+    return isinstance(arguments, str) and arguments.startswith(_INPUT_HEAD)
+
+
+def cleared_input(value: Any) -> bool:
+    """A native call's input object that is a cleared input's placeholder, parsed."""
+    return (isinstance(value, dict) and len(value) == 1 and isinstance(value.get("compacted"), str)
+            and value["compacted"].startswith("[Arguments compacted, ID: "))
