@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from ..errors import InvalidInputError
+from .placeholders import TemplateError, template
 
 #: A conversation as xcompact holds it (xun's dumps() form: "messages" and bookkeeping keys), and
 #: one of its messages: plain JSON objects, typed by these names where they cross a module.
@@ -382,8 +383,6 @@ def _check_meta(value: Any, dump: dict[str, Any]) -> Iterator[Problem]:
 
 
 def _check_templates(value: Any, ptr: str) -> Iterator[Problem]:
-    from .placeholders import TemplateError, template
-
     if not isinstance(value, list) or not all(type(t) is str for t in value):
         yield Problem(ptr, f"{META_KEY}.{TEMPLATES_FIELD} must be an array of strings", True)
         return

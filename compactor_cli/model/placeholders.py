@@ -16,10 +16,9 @@ from __future__ import annotations
 import json
 import re
 import string
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-from .conversation import META_KEY, PLACEHOLDER_TEMPLATE, TEMPLATES_FIELD, content_length, content_text
 
 #: The fields a template may use.
 FIELDS = ("id", "tool", "lines", "chars", "tokens")
@@ -45,19 +44,17 @@ class PlaceholderTemplate:
     def needs_tokens(self) -> bool:
         return "tokens" in self.fields
 
-    @property
-    def is_default(self) -> bool:
-        return self.text == PLACEHOLDER_TEMPLATE
-
-    def render(self, key: str, tool: str | None, content: Any, tokens: int | None = None) -> str:
+    def render(self, key: str, tool: str | None, text: Callable[[], str], chars: Callable[[], int],
+               tokens: Callable[[], int]) -> str:
+        """The placeholder for one result; ``text``, ``chars`` and ``tokens`` (of its original
+        content) are called only when the template uses them."""
         values: dict[str, Any] = {"id": key, "tool": tool if tool else UNKNOWN_TOOL}
         if "lines" in self.fields:
-            text = content_text(content)
-            values["lines"] = len(text.splitlines()) if text else 0
+            values["lines"] = len(text().splitlines())
         if "chars" in self.fields:
-            values["chars"] = content_length(content)
+            values["chars"] = chars()
         if "tokens" in self.fields:
-            values["tokens"] = tokens if tokens is not None else 0
+            values["tokens"] = tokens()
         return "".join(lit + (str(values[name]) if name else "") for lit, name in self.pieces)
 
     def names(self, content: Any, cid: str) -> bool:
@@ -123,26 +120,6 @@ def template(text: str) -> PlaceholderTemplate:
     if t is None:
         t = _parsed[text] = parse_template(text)
     return t
-
-
-def recorded_templates(dump: dict[str, Any]) -> tuple[PlaceholderTemplate, ...]:
-    """The templates of the user's own a dump records (malformed entries are refused earlier,
-    by conversation.check_owned_keys)."""
-    meta = dump.get(META_KEY)
-    texts = meta.get(TEMPLATES_FIELD) if isinstance(meta, dict) else None
-    return tuple(template(t) for t in texts or ())
-
-
-def with_template(dump: dict[str, Any], tpl: PlaceholderTemplate) -> dict[str, Any]:
-    """The dump recording ``tpl`` (nothing for the default, which is always recognised)."""
-    if tpl.is_default:
-        return dump
-    meta = dict(dump.get(META_KEY) or {})
-    texts = list(meta.get(TEMPLATES_FIELD) or ())
-    if tpl.text in texts:
-        return dump
-    meta[TEMPLATES_FIELD] = texts + [tpl.text]
-    return {**dump, META_KEY: meta}
 
 
 #: What a cleared call's arguments become (--clear-tool-inputs): JSON, so the call stays valid

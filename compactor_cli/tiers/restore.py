@@ -188,6 +188,14 @@ def restore_tool_results(dump: dict) -> tuple[dict, int]:
     return dump, restored
 
 
+def _own_placeholders_left(dump: dict) -> bool:
+    """Some placeholder left without its original was made by a template of the user's own
+    (its record stays, so later runs still recognise it)."""
+    return any(slot.message is not None and any(t.names(slot.message.get("content"), slot.cid)
+                                                for t in slot.templates)
+               for slot in tool_slots(dump, archived=False))
+
+
 def restore_details(dump: Any) -> RestoreDetails:
     """Give back the conversation as it was before xcompact (and xun) compacted it, and say what
     could not be given back. A bare list of messages gives a list back."""
@@ -203,7 +211,7 @@ def restore_details(dump: Any) -> RestoreDetails:
         # the aliases of stored originals, inputs not given back, templates of placeholders left
         left = read_aliases(dump)
         kept = {k: meta[k] for k in (INPUTS_FIELD,) if meta.get(k)}
-        if missing and meta.get(TEMPLATES_FIELD):
+        if missing and meta.get(TEMPLATES_FIELD) and _own_placeholders_left(dump):
             kept[TEMPLATES_FIELD] = meta[TEMPLATES_FIELD]
         dump = with_aliases({**{k: v for k, v in dump.items() if k != META_KEY},
                              **({META_KEY: kept} if kept else {})}, left)

@@ -42,10 +42,12 @@ from ..model.conversation import (
     ARCHIVED_FIELD,
     META_KEY,
     ORIGINALS_KEY,
+    PLACEHOLDER_TEMPLATE,
     REPLACED_KEYS,
+    TEMPLATES_FIELD,
     placeholder_for,
 )
-from ..model.placeholders import PlaceholderTemplate, recorded_templates
+from ..model.placeholders import PlaceholderTemplate, template
 from ..model.placeholders import input_placeholder as input_placeholder
 from ..model.placeholders import is_input_placeholder as is_input_placeholder
 
@@ -76,6 +78,26 @@ class ToolSlot:
     @property
     def is_placeholder(self) -> bool:
         return self.message is not None and is_placeholder_of(self.message.get("content"), self.cid, self.templates)
+
+
+def recorded_templates(dump: dict) -> tuple[PlaceholderTemplate, ...]:
+    """The placeholder templates of the user's own a dump records (``--placeholder``; malformed
+    entries are refused earlier, by conversation.check_owned_keys)."""
+    meta = dump.get(META_KEY)
+    texts = meta.get(TEMPLATES_FIELD) if isinstance(meta, dict) else None
+    return tuple(template(t) for t in texts or ())
+
+
+def with_template(dump: dict, tpl: PlaceholderTemplate) -> dict:
+    """The dump recording ``tpl`` (nothing for xun's, which is always recognised)."""
+    if tpl.text == PLACEHOLDER_TEMPLATE:
+        return dump
+    meta = dict(dump.get(META_KEY) or {})
+    texts = list(meta.get(TEMPLATES_FIELD) or ())
+    if tpl.text in texts:
+        return dump
+    meta[TEMPLATES_FIELD] = texts + [tpl.text]
+    return {**dump, META_KEY: meta}
 
 
 def is_placeholder_of(content: Any, cid: str, templates: tuple[PlaceholderTemplate, ...] = ()) -> bool:

@@ -22,10 +22,11 @@ from ..model.conversation import (
     ORIGINALS_KEY,
     PLACEHOLDER_TEMPLATE,
     content_length,
+    content_text,
     estimated_message_length,
     placeholder_for,
 )
-from ..model.placeholders import recorded_templates, template, with_template
+from ..model.placeholders import template
 from .options import DEFAULT_KEEP
 from .store import (
     KeyAllocator,
@@ -37,9 +38,11 @@ from .store import (
     is_placeholder_of,
     originals_key,
     read_aliases,
+    recorded_templates,
     slot_key,
     tool_slots,
     with_aliases,
+    with_template,
 )
 
 __all__ = [
@@ -194,7 +197,8 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
             return placeholder_for(key)
         call = calls.get(i)
         tool = _call_name(messages, call) if call is not None else None
-        return tpl.render(key, tool, content, counter.content(content) if tpl.needs_tokens else None)
+        return tpl.render(key, tool, lambda: content_text(content), lambda: content_length(content),
+                          lambda: counter.content(content))
 
     for i in old:
         m = messages[i]
