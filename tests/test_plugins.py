@@ -237,3 +237,40 @@ def test_a_failing_backend_is_a_summary_failure_naming_it(tmp_path, name, messag
     failed = [i for i in items if i["status"] == "SUMMARIZE_FAILED"]
     assert failed and all(message in i["error"] for i in failed)
     assert not [i for i in items if i["status"] == "INVALID_INPUT"]
+
+
+CHATTY = '''
+print("importing chatty")
+from compactor_cli import CompactionResult, Answer
+
+
+class Chatty:
+    def should_compact(self, request):
+        print("deciding on", len(request.messages), "messages")
+        return True
+
+    async def compact(self, request):
+        print("compacting")
+        keep = [i for i, m in enumerate(request.messages) if m["role"] == "user"][-1]
+        return CompactionResult(messages=request.messages[keep:])
+
+
+class ChattyBackend:
+    name = "chatty"
+
+    async def summarize(self, request):
+        print("summarising", len(request.head))
+        return Answer("## overview\\n- chatty")
+'''
+
+
+@pytest.mark.parametrize("args", [["--strategy", "chatty:Chatty"],
+                                  ["--backend", "chatty:ChattyBackend", "--token-threshold", "100"]])
+def test_what_a_plugin_prints_goes_to_stderr_never_into_the_data(tmp_path, args):
+    (tmp_path / "chatty.py").write_text(CHATTY)
+    res = xcompact("compact", str(TAU), *args, "-o", "-", "--report", "r.json", cwd=tmp_path)
+    assert res.returncode in (0, 1), res.stderr
+    lines = res.stdout.splitlines()
+    assert len(lines) == len(read_jsonl(TAU)) and all(orjson.loads(line) for line in lines)  # JSONL, nothing else
+    assert "importing chatty" in res.stderr
+    assert ("compacting" if "--strategy" in args else "summarising") in res.stderr

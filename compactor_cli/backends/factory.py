@@ -71,10 +71,12 @@ class _Guarded:
 
     async def summarize(self, request: Any) -> Any:
         from ..errors import BackendError
+        from ..model.plugins import prints_to_stderr
         from . import Answer
 
         try:
-            answer = await self.inner.summarize(request)
+            with prints_to_stderr():
+                answer = await self.inner.summarize(request)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: BLE001  the plug-in's failure is this conversation's

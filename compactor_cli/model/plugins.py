@@ -8,9 +8,31 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..errors import UsageError
+
+_redirected = 0
+_saved_stdout: Any = None
+
+
+@contextmanager
+def prints_to_stderr() -> Iterator[None]:
+    """While a plug-in runs, what it prints goes to stderr: stdout carries data only (the run's
+    own writer holds stdout's buffer from before). Counted rather than nested, so interleaved
+    coroutines restore stdout only when the last of them is done."""
+    global _redirected, _saved_stdout
+    if _redirected == 0:
+        _saved_stdout, sys.stdout = sys.stdout, sys.stderr
+    _redirected += 1
+    try:
+        yield
+    finally:
+        _redirected -= 1
+        if _redirected == 0:
+            sys.stdout, _saved_stdout = _saved_stdout, None
 
 
 def entry_point_names(group: str) -> list[str]:
@@ -20,7 +42,12 @@ def entry_point_names(group: str) -> list[str]:
 
 
 def load_plugin(spec: str, group: str, flag: str) -> Any:
-    """The object ``spec`` names (see the module docstring)."""
+    """The object ``spec`` names (see the module docstring); what its import prints goes to stderr."""
+    with prints_to_stderr():
+        return _load(spec, group, flag)
+
+
+def _load(spec: str, group: str, flag: str) -> Any:
     if ":" not in spec:
         from importlib.metadata import entry_points
 

@@ -61,8 +61,11 @@ def load_strategy(spec: str) -> Any:
 
 
 async def _call(method: Any, request: CompactionRequest) -> Any:
-    result = method(request)
-    return await result if inspect.isawaitable(result) else result
+    from ..model.plugins import prints_to_stderr
+
+    with prints_to_stderr():
+        result = method(request)
+        return await result if inspect.isawaitable(result) else result
 
 
 async def apply_strategy(dump: dict, strategy: Any, spec: str, counter: TokenCounter,
