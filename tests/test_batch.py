@@ -80,6 +80,10 @@ CASES = [
     ("compact", ["--token-threshold", "60", "--backend", "extractive", "--keep", "1", "--keep-recent", "2"],
      {"token_threshold": 60, "backend": "extractive", "keep": 1, "keep_recent": 2}),
     ("summarize", ["--backend", "extractive", "--keep-recent", "3"], {"backend": "extractive", "keep_recent": 3}),
+    ("toolcall", ["--keep", "0", "--placeholder", "Old output ({lines} lines, {tool}) {id}", "--clear-tool-inputs",
+                  "--exclude-tools", "calculate"],
+     {"keep": 0, "placeholder": "Old output ({lines} lines, {tool}) {id}", "clear_tool_inputs": True,
+      "exclude_tools": ["calculate"]}),
     ("restore", [], {}),
     ("validate", ["--strict"], {"strict": True}),
     ("compact", ["--check", "--message-threshold", "8"], {"check": True, "message_threshold": 8}),
@@ -177,7 +181,7 @@ def test_options_are_the_clis_names_defaults_and_checks():
                                            "strict": False, "keep": 12, "originals": "keep",
                                            "encoding": "auto", "no_tokens": False, "dry_run": False,
                                            "exclude_tools": (), "keep_turns": None, "clear_at_least": None,
-                                           "trigger": None}
+                                           "trigger": None, "clear_tool_inputs": False, "placeholder": None}
     assert set(option_defaults("compact")) >= {"model", "summary_model", "token_threshold", "keep_recent", "check"}
     assert settings_for("compact", model="gpt-4o").policy.token_threshold == 89600  # 70% of gpt-4o's window
     with pytest.raises(UsageError, match="'--keep': -1 is not in the range"):
