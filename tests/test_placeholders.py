@@ -17,7 +17,7 @@ from compactor_cli import reclaim_tool_results, restore_conversation
 from compactor_cli.cli import cli
 from compactor_cli.model.conversation import META_KEY, check_conversation, content_text
 from compactor_cli.model.placeholders import TemplateError, parse_template
-from compactor_cli.tiers.store import is_input_placeholder, is_placeholder_of, recorded_templates, tool_slots
+from compactor_cli.tiers.store import is_input_placeholder, tool_slots
 
 SWE = FIXTURES / "swe_agent_3.jsonl"
 TAU = FIXTURES / "taubench_airline_5.jsonl"
@@ -169,11 +169,12 @@ def test_every_template_and_cleared_input_restores_exactly(dump, lengths, keep, 
     assert orjson.dumps(dump) == before  # the input is never modified
     if not inputs:
         assert res.inputs_cleared == 0
-    # every placeholder made is recognised as one (by the templates the dump records)
+    # every placeholder made is recognised as one (by the template recorded for its result), and
+    # nothing else is newly taken for one
+    before_ph = {s.index for s in tool_slots(dump) if s.is_placeholder}
     for slot in tool_slots(new):
-        if slot.index in res.compacted_indices:
-            assert slot.is_placeholder
-            assert is_placeholder_of(slot.message["content"], slot.cid, recorded_templates(new))
+        if slot.index is not None:
+            assert slot.is_placeholder == (slot.index in res.compacted_indices or slot.index in before_ph)
     # a later run with another template clears nothing twice
     again, res2 = reclaim_tool_results(new, keep=keep, placeholder=second, clear_tool_inputs=inputs,
                                        keep_originals=not drop)
@@ -182,3 +183,73 @@ def test_every_template_and_cleared_input_restores_exactly(dump, lengths, keep, 
         return
     assert restore_conversation(new)[0] == dump
     assert restore_conversation(again)[0] == dump
+
+
+# ---------------------------------------------------------------- what an attack found
+
+LONG_ARGS = orjson.dumps({"cmd": "x" * 200}).decode()
+
+
+def _pair(cid: str, content: object, name: str = "bash", call: dict | None = None) -> list[dict]:
+    call = call or {"id": cid, "type": "function", "function": {"name": name, "arguments": LONG_ARGS}}
+    return [{"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": cid, "content": content}]
+
+
+def _round_trip(runner, tmp_path, dump: dict, *args: str) -> tuple[dict, dict]:
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(orjson.dumps(dump) + b"\n")
+    out, back = tmp_path / "c.jsonl", tmp_path / "b.jsonl"
+    res = runner.invoke(cli, ["toolcall", str(src), "--keep", "0", *args, "-o", str(out), "-q"])
+    assert res.exit_code == 0, res.stderr
+    res = runner.invoke(cli, ["restore", str(out), "-o", str(back), "--report", str(tmp_path / "r.json"), "-q"])
+    assert res.exit_code == 0, res.stderr
+    return orjson.loads(back.read_bytes()), orjson.loads((tmp_path / "r.json").read_bytes())["items"][0]
+
+
+@pytest.mark.parametrize("real", ["[cleared bash result A]", "[cleared bash result A#2]"])
+def test_a_real_result_that_reads_like_a_placeholder_is_never_taken_for_one(runner, tmp_path, real):
+    # a leftover original under A's key (as xun leaves them) must not replace A's real text
+    dump = {"messages": [{"role": "user", "content": "go"}, *_pair("A", real), *_pair("B", "y" * 500)],
+            "compacted_tool_results": {"A": "orphan stored by xun", "A#2": "another orphan"}}
+    back, item = _round_trip(runner, tmp_path, dump, "--placeholder", "[cleared {tool} result {id}]")
+    assert back == dump and item.get("missing_count", 0) == 0
+
+
+def test_restore_leaves_no_template_behind_when_a_real_result_matches_it(runner, tmp_path):
+    dump = {"messages": [{"role": "user", "content": "go"}, *_pair("A", "gone A"), *_pair("B", "y" * 500)]}
+    back, item = _round_trip(runner, tmp_path, dump, "--placeholder", "gone {id}")
+    assert back == dump and item.get("missing_count", 0) == 0
+
+
+@pytest.mark.parametrize("originals", ["keep", "drop"])
+def test_a_stored_input_under_the_same_key_is_never_overwritten_nor_put_in_a_call(runner, tmp_path, originals):
+    dump = {"messages": [{"role": "user", "content": "go"}, *_pair("A", "y" * 500), *_pair("B", "z" * 500)],
+            META_KEY: {"tool_inputs": {"A": "ORPHAN"}}}
+    back, _ = _round_trip(runner, tmp_path, dump, "--clear-tool-inputs", "--originals", originals)
+    calls = [c for m in back["messages"] for c in m.get("tool_calls") or ()]
+    assert calls[0]["function"]["arguments"] == LONG_ARGS  # never "ORPHAN"
+    assert back[META_KEY]["tool_inputs"] == {"A": "ORPHAN"}
+    if originals == "keep":
+        assert back == dump
+
+
+@pytest.mark.parametrize("option", ["--placeholder", "--exclude-tools"])
+def test_text_options_that_are_not_utf8_are_usage_errors(runner, tmp_path, option):
+    res = runner.invoke(cli, ["toolcall", str(SWE), option, "gone \udcff {id}", "-o", str(tmp_path / "o.jsonl")])
+    assert res.exit_code == 2 and "not valid UTF-8" in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_a_custom_tool_call_is_named_by_its_custom_name(runner, tmp_path):
+    custom = {"id": "o2", "type": "custom", "custom": {"name": "g", "input": "q" * 300}}
+    dump = {"messages": [{"role": "user", "content": "go"}, *_pair("o1", "y" * 500, name="f"),
+                         *_pair("o2", "z" * 500, call=custom)]}
+    src = tmp_path / "in.json"
+    src.write_bytes(orjson.dumps(dump))
+    res = runner.invoke(cli, ["toolcall", str(src), "--keep", "0", "--placeholder", "[{tool}: {id}]", "-o", "-"])
+    assert res.exit_code == 0, res.stderr
+    out = orjson.loads(res.stdout_bytes)
+    assert [m["content"] for m in out["messages"] if m["role"] == "tool"] == ["[f: o1]", "[g: o2]"]
+    res = runner.invoke(cli, ["toolcall", str(src), "--keep", "0", "--exclude-tools", "g", "-o", "-"])
+    assert orjson.loads(res.stdout_bytes)["messages"][4]["content"] == "z" * 500

@@ -113,7 +113,7 @@ def validate(**kw: Any) -> None:
 @click.argument("tool_call_id")
 @click.argument("input_path", metavar="INPUT")
 @click.option("--occurrence", type=click.IntRange(min=1, max=MAX_INT), default=None,
-              help="With a repeated tool-call ID: the K-th result with that ID (default: the first).")
+              help="With a repeated tool-call ID: the K-th result with that ID (default: the oldest compacted one).")
 @click.option("--line", "line_no", type=click.IntRange(min=1, max=MAX_INT), default=None,
               help="JSONL: look only in the conversation on this line.")
 @opt.from_format

@@ -99,10 +99,21 @@ keep = click.option("--keep", type=click.IntRange(min=0, max=MAX_INT), default=D
                     help="How many of the most recent tool results to leave untouched (toolcall_keep_max).")
 
 
+def _utf8(value: str, ctx: click.Context, param: click.Parameter) -> None:
+    """Text that goes into the output must be text: bytes that are not UTF-8 (a shell's $'\\xff')
+    are refused here, not by the writer after work was done."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise click.BadParameter(f"{value!r} is not valid UTF-8 (at character {exc.start})", ctx=ctx,
+                                 param=param) from None
+
+
 def _tool_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...] | None) -> tuple[str, ...]:
     """--exclude-tools a,b --exclude-tools c -> ("a", "b", "c"); an empty name is refused."""
     names: list[str] = []
     for chunk in value or ():
+        _utf8(chunk, ctx, param)
         for name in chunk.split(","):
             if not name.strip():
                 raise click.BadParameter(f"{chunk!r}: an empty tool name", ctx=ctx, param=param)
@@ -117,6 +128,7 @@ def _placeholder_template(ctx: click.Context, param: click.Parameter, value: str
         return None
     from ..model.placeholders import TemplateError, parse_template
 
+    _utf8(value, ctx, param)
     try:
         parse_template(value)
     except TemplateError as exc:

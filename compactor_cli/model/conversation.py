@@ -44,6 +44,8 @@ ALIASES_FIELD = "tool_result_keys"
 EMPTY_STORE_FIELD = "empty_store"
 #: ``xcompact`` field: the placeholder templates of the user's own its placeholders use (model/placeholders.py).
 TEMPLATES_FIELD = "placeholder_templates"
+#: ``xcompact`` field: which results were cleared with which of those templates (by ID and occurrence).
+TEMPLATED_FIELD = "templated_results"
 #: ``xcompact`` field: store key -> original arguments of a call whose input --clear-tool-inputs cleared.
 INPUTS_FIELD = "tool_inputs"
 #: ``xcompact`` field: how many summary rounds were archived when compact recorded ``replaced``.
@@ -375,11 +377,31 @@ def _check_meta(value: Any, dump: dict[str, Any]) -> Iterator[Problem]:
                                                     f"got {_type_name(value[EMPTY_STORE_FIELD])}", True)
     if ALIASES_FIELD in value:
         yield from _check_aliases(value[ALIASES_FIELD], f"{ptr}/{ALIASES_FIELD}")
-    if TEMPLATES_FIELD in value:
-        yield from _check_templates(value[TEMPLATES_FIELD], f"{ptr}/{TEMPLATES_FIELD}")
+    if TEMPLATES_FIELD in value or TEMPLATED_FIELD in value:
+        yield from _check_templates(value.get(TEMPLATES_FIELD, []), f"{ptr}/{TEMPLATES_FIELD}")
+        yield from _check_templated(value.get(TEMPLATED_FIELD, []), value.get(TEMPLATES_FIELD),
+                                    f"{ptr}/{TEMPLATED_FIELD}")
     if INPUTS_FIELD in value and not isinstance(value[INPUTS_FIELD], dict):
         yield Problem(f"{ptr}/{INPUTS_FIELD}", f"{META_KEY}.{INPUTS_FIELD} must be an object (store key -> original "
                                                f"arguments), got {_type_name(value[INPUTS_FIELD])}", True)
+
+
+def _check_templated(value: Any, templates: Any, ptr: str) -> Iterator[Problem]:
+    n = len(templates) if isinstance(templates, list) else 0
+    if not isinstance(value, list):
+        yield Problem(ptr, f"{META_KEY}.{TEMPLATED_FIELD} must be an array, got {_type_name(value)}", True)
+        return
+    seen: set[tuple[str, int]] = set()
+    for j, e in enumerate(value):
+        ok = (isinstance(e, dict) and type(e.get("id")) is str and _is_int(e.get("occurrence"))
+              and e["occurrence"] >= 1 and _is_int(e.get("template")) and 0 <= e["template"] < n
+              and (e["id"], e["occurrence"]) not in seen)
+        if not ok:
+            yield Problem(f"{ptr}/{j}", f"a {META_KEY}.{TEMPLATED_FIELD} entry must be "
+                                        '{"id": string, "occurrence": integer >= 1, "template": index into '
+                                        f"{TEMPLATES_FIELD}}}, each result once", True)
+            continue
+        seen.add((e["id"], e["occurrence"]))
 
 
 def _check_templates(value: Any, ptr: str) -> Iterator[Problem]:

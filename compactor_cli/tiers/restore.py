@@ -21,9 +21,19 @@ from ..model.conversation import (
     META_KEY,
     ORIGINALS_KEY,
     REPLACED_KEYS,
+    TEMPLATED_FIELD,
     TEMPLATES_FIELD,
 )
-from .store import answered_calls, input_placeholder, read_aliases, slot_key, tool_slots, with_aliases
+from .store import (
+    answered_calls,
+    input_placeholder,
+    read_aliases,
+    slot_key,
+    templated_results,
+    tool_slots,
+    with_aliases,
+    with_templated,
+)
 
 
 class RestoreDetails(NamedTuple):
@@ -124,6 +134,8 @@ def _restore_tool_results(dump: dict) -> tuple[dict, int, int]:
     remaining = dict(originals or {})
     new_messages = list(dump["messages"])
     restored = missing = 0
+    templated = templated_results(dump)
+    templated_before = dict(templated)
     for slot in tool_slots(dump, archived=False):
         if not slot.is_placeholder:
             continue
@@ -134,10 +146,11 @@ def _restore_tool_results(dump: dict) -> tuple[dict, int, int]:
         assert slot.message is not None and slot.index is not None  # archived=False: live messages only
         new_messages[slot.index] = {**slot.message, "content": remaining.pop(key)}
         aliases.pop((slot.cid, slot.occurrence), None)
+        templated.pop((slot.cid, slot.occurrence), None)
         restored += 1
     if not restored:
         return dump, 0, missing
-    new = dict(dump)
+    new = with_templated(dump, templated) if templated != templated_before else dict(dump)
     new["messages"] = new_messages
     meta = new.get(META_KEY)
     if remaining:
@@ -188,14 +201,6 @@ def restore_tool_results(dump: dict) -> tuple[dict, int]:
     return dump, restored
 
 
-def _own_placeholders_left(dump: dict) -> bool:
-    """Some placeholder left without its original was made by a template of the user's own
-    (its record stays, so later runs still recognise it)."""
-    return any(slot.message is not None and any(t.names(slot.message.get("content"), slot.cid)
-                                                for t in slot.templates)
-               for slot in tool_slots(dump, archived=False))
-
-
 def restore_details(dump: Any) -> RestoreDetails:
     """Give back the conversation as it was before xcompact (and xun) compacted it, and say what
     could not be given back. A bare list of messages gives a list back."""
@@ -210,9 +215,7 @@ def restore_details(dump: Any) -> RestoreDetails:
         # everything is back: the bookkeeping goes, but for what a placeholder left still needs:
         # the aliases of stored originals, inputs not given back, templates of placeholders left
         left = read_aliases(dump)
-        kept = {k: meta[k] for k in (INPUTS_FIELD,) if meta.get(k)}
-        if missing and meta.get(TEMPLATES_FIELD) and _own_placeholders_left(dump):
-            kept[TEMPLATES_FIELD] = meta[TEMPLATES_FIELD]
+        kept = {k: meta[k] for k in (INPUTS_FIELD, TEMPLATES_FIELD, TEMPLATED_FIELD) if meta.get(k)}
         dump = with_aliases({**{k: v for k, v in dump.items() if k != META_KEY},
                              **({META_KEY: kept} if kept else {})}, left)
     return RestoreDetails(dump, restored + rounds, missing + rounds_left)

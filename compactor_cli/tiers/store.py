@@ -42,8 +42,8 @@ from ..model.conversation import (
     ARCHIVED_FIELD,
     META_KEY,
     ORIGINALS_KEY,
-    PLACEHOLDER_TEMPLATE,
     REPLACED_KEYS,
+    TEMPLATED_FIELD,
     TEMPLATES_FIELD,
     placeholder_for,
 )
@@ -66,43 +66,55 @@ def originals_key(tool_call_id: str, occurrence: int) -> str:
 class ToolSlot:
     """One tool result with an ID: its occurrence number among results with that ID, and its
     message (None when only the ID is left: a round summarised with --originals drop);
-    ``index`` is its position in ``dump["messages"]`` (None when archived); ``templates``: the
-    dump's placeholder templates of the user's own (``xcompact.placeholder_templates``)."""
+    ``index`` is its position in ``dump["messages"]`` (None when archived); ``template``: the
+    template of the user's own it was cleared with (``xcompact.templated_results``), if any."""
 
     cid: str
     occurrence: int
     message: dict | None
     index: int | None
-    templates: tuple[PlaceholderTemplate, ...] = ()
+    template: PlaceholderTemplate | None = None
 
     @property
     def is_placeholder(self) -> bool:
-        return self.message is not None and is_placeholder_of(self.message.get("content"), self.cid, self.templates)
+        return self.message is not None and is_placeholder_of(self.message.get("content"), self.cid, self.template)
 
 
-def recorded_templates(dump: dict) -> tuple[PlaceholderTemplate, ...]:
-    """The placeholder templates of the user's own a dump records (``--placeholder``; malformed
-    entries are refused earlier, by conversation.check_owned_keys)."""
+def templated_results(dump: dict) -> dict[tuple[str, int], str]:
+    """``(ID, occurrence) -> template text`` of the results cleared with a placeholder template
+    of the user's own (``--placeholder``). Only these are read as such placeholders: a real
+    result whose text merely looks like one is never taken for one. Malformed entries are
+    refused earlier, by conversation.check_owned_keys."""
     meta = dump.get(META_KEY)
-    texts = meta.get(TEMPLATES_FIELD) if isinstance(meta, dict) else None
-    return tuple(template(t) for t in texts or ())
+    if not isinstance(meta, dict) or not meta.get(TEMPLATED_FIELD):
+        return {}
+    texts = meta.get(TEMPLATES_FIELD) or []
+    return {(e["id"], e["occurrence"]): texts[e["template"]] for e in meta[TEMPLATED_FIELD]}
 
 
-def with_template(dump: dict, tpl: PlaceholderTemplate) -> dict:
-    """The dump recording ``tpl`` (nothing for xun's, which is always recognised)."""
-    if tpl.text == PLACEHOLDER_TEMPLATE:
-        return dump
+def with_templated(dump: dict, results: dict[tuple[str, int], str]) -> dict:
+    """The dump recording ``results`` (as templated_results reads them; both fields removed
+    when empty, and an ``xcompact`` left empty too). Returns a new dict."""
     meta = dict(dump.get(META_KEY) or {})
-    texts = list(meta.get(TEMPLATES_FIELD) or ())
-    if tpl.text in texts:
-        return dump
-    meta[TEMPLATES_FIELD] = texts + [tpl.text]
-    return {**dump, META_KEY: meta}
+    meta.pop(TEMPLATES_FIELD, None)
+    meta.pop(TEMPLATED_FIELD, None)
+    if results:
+        texts = list(dict.fromkeys(results.values()))
+        index = {t: j for j, t in enumerate(texts)}
+        meta[TEMPLATES_FIELD] = texts
+        meta[TEMPLATED_FIELD] = [{"id": cid, "occurrence": k, "template": index[t]} for (cid, k), t in results.items()]
+    new = dict(dump)
+    if meta:
+        new[META_KEY] = meta
+    else:
+        new.pop(META_KEY, None)
+    return new
 
 
-def is_placeholder_of(content: Any, cid: str, templates: tuple[PlaceholderTemplate, ...] = ()) -> bool:
+def is_placeholder_of(content: Any, cid: str, template: PlaceholderTemplate | None = None) -> bool:
     """``content`` is the placeholder naming this ID or one of its store keys (``ID#k``, an alias
-    ``ID#k~n``: what a reused ID's placeholder names): xun's, or one of ``templates``."""
+    ``ID#k~n``: what a reused ID's placeholder names): xun's, or ``template``'s (the one this
+    result was cleared with)."""
     if not isinstance(content, str):
         return False
     if content.startswith(_PH_HEAD) and content.endswith(_PH_TAIL):
@@ -110,7 +122,7 @@ def is_placeholder_of(content: Any, cid: str, templates: tuple[PlaceholderTempla
         if named == cid or (len(named) > len(cid) + 1 and named.startswith(cid) and named[len(cid)] in "#~"
                             and content == placeholder_for(named)):
             return True
-    return any(t.names(content, cid) for t in templates)
+    return template is not None and template.names(content, cid)
 
 
 def answered_calls(messages: list[dict]) -> dict[int, tuple[int, int]]:
@@ -154,16 +166,18 @@ def tool_slots(dump: dict, archived: bool = True) -> list[ToolSlot]:
     ``archived=False`` only the latter, numbered after the archived ones)."""
     seen: dict[str, int] = {}
     slots: list[ToolSlot] = []
-    templates = recorded_templates(dump)
+    templated = templated_results(dump)
     for cid, m in _archived(dump):
         seen[cid] = seen.get(cid, 0) + 1
         if archived:
-            slots.append(ToolSlot(cid, seen[cid], m, None, templates))
+            t = templated.get((cid, seen[cid])) if templated else None
+            slots.append(ToolSlot(cid, seen[cid], m, None, template(t) if t is not None else None))
     for i, m in enumerate(dump["messages"]):
         if m.get("role") == "tool" and isinstance(m.get("tool_call_id"), str):
             cid = m["tool_call_id"]
             seen[cid] = seen.get(cid, 0) + 1
-            slots.append(ToolSlot(cid, seen[cid], m, i, templates))
+            t = templated.get((cid, seen[cid])) if templated else None
+            slots.append(ToolSlot(cid, seen[cid], m, i, template(t) if t is not None else None))
     return slots
 
 

@@ -38,11 +38,11 @@ from .store import (
     is_placeholder_of,
     originals_key,
     read_aliases,
-    recorded_templates,
     slot_key,
+    templated_results,
     tool_slots,
     with_aliases,
-    with_template,
+    with_templated,
 )
 
 __all__ = [
@@ -111,9 +111,9 @@ def tool_names(messages: list[dict]) -> dict[int, str]:
         role = m.get("role")
         if role == "assistant":
             for call in m.get("tool_calls") or ():
-                fn = call.get("function") if isinstance(call, dict) else None
-                if isinstance(fn, dict) and isinstance(call.get("id"), str) and isinstance(fn.get("name"), str):
-                    calls[call["id"]] = fn["name"]
+                name = call_name(call)
+                if name is not None and isinstance(call.get("id"), str):
+                    calls[call["id"]] = name
         elif role == "tool" and isinstance(m.get("tool_call_id"), str) and m["tool_call_id"] in calls:
             names[i] = calls[m["tool_call_id"]]
     return names
@@ -181,11 +181,14 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
     result.length_before = result.length_after = before
     if not old:
         return dump, result
-    templates = recorded_templates(dump) + ((tpl,) if tpl is not None else ())
+    templated = templated_results(dump)  # (ID, occurrence) -> the template of one's own it was cleared with
+    templated_before = dict(templated)
     calls = answered_calls(messages) if clear_tool_inputs or (tpl is not None and "tool" in tpl.fields) else {}
     new_messages = list(messages)
     originals = dict(dump.get(ORIGINALS_KEY) or {})
     inputs: dict[str, Any] = {}
+    meta_in = dump.get(META_KEY)
+    stored_inputs = (meta_in.get(INPUTS_FIELD) or {}) if isinstance(meta_in, dict) else {}
     keys: KeyAllocator | None = None
     # dropping originals into a dump that stores none needs no keys at all (the hot path)
     need_keys = keep_originals or bool(originals) or bool(read_aliases(dump))
@@ -207,9 +210,10 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
             result.skipped_no_id += 1
             continue
         content = m.get("content")
-        if is_placeholder_of(content, cid, templates):  # compacted already (any key it names)
-            continue
         k = occurrence.get(i, 1)
+        made_with = templated.get((cid, k))
+        if is_placeholder_of(content, cid, template(made_with) if made_with is not None else None):
+            continue  # compacted already (by xun's text, or by the template recorded for this result)
         # a reused ID's placeholder names the key extract takes (ID#k), so it fetches this result
         placeholder_text = text_for(cid if k == 1 else originals_key(cid, k), i, content)
         old_len = content_length(content)
@@ -226,10 +230,14 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
             else:
                 keys.drop(i, cid)
         new_messages[i] = {**m, "content": placeholder_text}
+        if tpl is not None:
+            templated[(cid, k)] = tpl.text
+        else:
+            templated.pop((cid, k), None)
         saved += old_len - len(placeholder_text)
         if clear_at_least is not None:
             freed += counter.content(content) - counter.content(placeholder_text)
-        if clear_tool_inputs and i in calls:
+        if clear_tool_inputs and i in calls and key not in stored_inputs:  # a key in use is never reused
             cleared = _clear_input(new_messages, calls[i], key)
             if cleared is not None:
                 original_args, marker = cleared
@@ -264,14 +272,24 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
         meta = dict(new_dump.get(META_KEY) or {})
         meta[INPUTS_FIELD] = {**(meta.get(INPUTS_FIELD) or {}), **inputs}
         new_dump[META_KEY] = meta
-    if tpl is not None:
-        new_dump = with_template(new_dump, tpl)
+    if templated != templated_before:
+        new_dump = with_templated(new_dump, templated)
     return new_dump, result
 
 
+def call_name(call: Any) -> str | None:
+    """The tool a call names: its ``function`` (or, for OpenAI's custom tools, ``custom``) name."""
+    if not isinstance(call, dict):
+        return None
+    for kind in ("function", "custom"):
+        fn = call.get(kind)
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+            return fn["name"]
+    return None
+
+
 def _call_name(messages: list[dict], at: tuple[int, int]) -> str | None:
-    fn = messages[at[0]]["tool_calls"][at[1]].get("function")
-    return fn["name"] if isinstance(fn, dict) and isinstance(fn.get("name"), str) else None
+    return call_name(messages[at[0]]["tool_calls"][at[1]])
 
 
 def _clear_input(messages: list[dict], at: tuple[int, int], key: str) -> tuple[str, str] | None:
