@@ -2,8 +2,11 @@
 ``Processor`` in this process (one per ``Settings``: the vocabulary, the transform and its
 summariser made once; model calls as asyncio tasks in a bounded window), or ``ParallelOutcomes``
 in ``jobs`` worker processes (CPU-bound work, a bounded window in flight, so memory stays flat).
-Workers take a JSONL file by byte ranges that they read themselves (the main process only writes
-their output and reports), other inputs as batches of records.
+Workers take a JSONL file by byte ranges that they read themselves and, when the run writes
+output, write the range's output to a part file of their own (``Part``): the main process splices
+it into the output in the kernel (``copy_file_range``) instead of receiving every byte through a
+pipe, and combines the part's crc32 into the output's for --resume. Other inputs go as batches
+of records.
 
 Worker processes die with their parent: a SIGKILL of the main process must not leave workers
 holding the caller's pipes open."""
@@ -11,10 +14,14 @@ holding the caller's pipes open."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
+import shutil
 import signal
+import tempfile
 import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -110,18 +117,20 @@ def _work_batch(batch: list[Record]) -> list[Outcome]:
 
 @dataclass
 class ChunkResult:
-    """What a worker made of one byte range of a JSONL file: the output bytes, and per record
-    its line within the range (1-based), the byte offset just after it and its outcome (without
-    the output, which is in ``out``). ``lines`` counts every line of the range."""
+    """What a worker made of one byte range of a JSONL file: the output (bytes, or the Part file
+    holding them), and per record its line within the range (1-based), the byte offset just
+    after it and its outcome (without the output). ``lines`` counts every line of the range."""
 
-    out: bytes
+    out: bytes | Part
     records: list[tuple[int, int, Outcome]]
     lines: int
 
 
-def _work_range(path: str, display: str, start: int, end: int, ident: tuple | None = None) -> ChunkResult:
+def _work_range(path: str, display: str, start: int, end: int, ident: tuple | None = None,
+                part: str | None = None) -> ChunkResult:
     """A worker reads its own byte range, so the main process never carries the input; the file
-    it opens must still be the one the run started on (``ident``), else the file fails."""
+    it opens must still be the one the run started on (``ident``), else the file fails. With
+    ``part`` the output goes to that file (removed again if the range fails)."""
     with open(path, "rb") as fh:
         if ident is not None and input_identity(path, fh.fileno()) != ident:
             raise InvalidInputError(CHANGED_INPUT)
@@ -144,7 +153,108 @@ def _work_range(path: str, display: str, start: int, end: int, ident: tuple | No
                 outcome.out = None
             records.append((lines, start + stop, outcome))
         pos = stop
-    return ChunkResult(b"".join(outs), records, lines)
+    out = b"".join(outs)
+    return ChunkResult(Part.write(part, out) if part is not None and out else out, records, lines)
+
+
+class Part:
+    """A range's output in a file a worker wrote (in the run's private parts directory), with
+    its length and crc32. The main process appends it to the output with ``copy_to`` (in the
+    kernel, removing the file) or takes its bytes (``take``, for stdout and compressed outputs)."""
+
+    def __init__(self, path: str, length: int, crc: int) -> None:
+        self.path, self.length, self.crc = path, length, crc
+
+    @classmethod
+    def write(cls, path: str, data: bytes) -> Part:
+        try:
+            with open(path, "xb") as fh:
+                fh.write(data)
+        except BaseException:
+            _unlink(path)
+            raise
+        return cls(path, len(data), zlib.crc32(data))
+
+    def crc_after(self, crc: int) -> int:
+        """crc32 of (the bytes ``crc`` covers) followed by this part."""
+        return crc32_combine(crc, self.crc, self.length)
+
+    def copy_to(self, fd: int) -> None:
+        """Append the part at ``fd``'s offset (copy_file_range; read/write where the kernel
+        cannot copy between these files), then remove it."""
+        try:
+            src = os.open(self.path, os.O_RDONLY)
+            try:
+                left = self.length
+                while left:
+                    try:
+                        n = os.copy_file_range(src, fd, left)
+                    except OSError as exc:
+                        if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+                            raise
+                        chunk = os.read(src, min(left, 1 << 20))
+                        n = len(chunk)
+                        view = memoryview(chunk)
+                        while view:
+                            view = view[os.write(fd, view):]
+                    if n == 0:
+                        raise OSError(errno.EIO, f"part file {self.path} is shorter than its {self.length} bytes")
+                    left -= n
+            finally:
+                os.close(src)
+        finally:
+            _unlink(self.path)
+
+    def take(self) -> bytes:
+        try:
+            with open(self.path, "rb") as fh:
+                return fh.read()
+        finally:
+            _unlink(self.path)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _discard(fut: Future) -> None:
+    """A range finished after its run stopped wanting it: remove its part file."""
+    if not fut.cancelled() and fut.exception() is None and isinstance(fut.result().out, Part):
+        _unlink(fut.result().out.path)
+
+
+_CRC_OPS: list[list[int]] = []  # [k]: the GF(2) operator that appends 2**k zero bytes to a crc32
+
+
+def _gf2_times(mat: list[int], vec: int) -> int:
+    s = i = 0
+    while vec:
+        if vec & 1:
+            s ^= mat[i]
+        vec >>= 1
+        i += 1
+    return s
+
+
+def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
+    """zlib's crc32_combine (not exposed by Python's zlib): crc32(a + b) from crc32(a), crc32(b)
+    and len(b), so a part's crc, computed by its worker, extends the output's."""
+    if not _CRC_OPS:
+        op = [0xEDB88320] + [1 << n for n in range(31)]  # one zero bit
+        for k in range(3 + 48):  # squared: 2, 4, 8 bits (one byte), then 2**k bytes up to 2**48
+            op = [_gf2_times(op, v) for v in op]
+            if k >= 2:
+                _CRC_OPS.append(op)
+    k = 0
+    while len2:
+        if len2 & 1:
+            crc1 = _gf2_times(_CRC_OPS[k], crc1)
+        len2 >>= 1
+        k += 1
+    return crc1 ^ crc2
 
 
 def chunk_bounds(path: str, start: int, size: int, ident: tuple | None = None) -> Iterator[tuple[int, int]]:
@@ -179,15 +289,45 @@ def _batches(records: Iterable[Record]) -> Iterator[list[Record]]:
         yield batch
 
 
+PARTS_PREFIX = ".xcompact-parts-"
+
+
+def _remove_stale_parts() -> None:
+    """Parts directories of runs that were killed (SIGKILL leaves them): their pid is gone."""
+    base = tempfile.gettempdir()
+    try:
+        names = [n for n in os.listdir(base) if n.startswith(PARTS_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(PARTS_PREFIX):].split("-", 1)[0]
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+        except (ValueError, OSError):
+            pass
+
+
 class ParallelOutcomes:
-    """Batches of records through a process pool, at most ``2 x jobs`` batches in flight."""
+    """Batches of records through a process pool, at most ``2 x jobs`` batches in flight. A run
+    that writes output gets a private directory for the workers' part files, removed by close()."""
 
     def __init__(self, settings: Settings, jobs: int) -> None:
         import multiprocessing
 
+        self.parts: str | None = None
+        if settings.write_output:
+            _remove_stale_parts()
+            self.parts = tempfile.mkdtemp(prefix=f"{PARTS_PREFIX}{os.getpid()}-")
+        self._seq = 0
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method),
-                                        initializer=_init_worker, initargs=(settings, os.getpid()))
+        try:
+            self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method),
+                                            initializer=_init_worker, initargs=(settings, os.getpid()))
+        except BaseException:
+            self._remove_parts()
+            raise
         self.window = 2 * jobs
 
     def __call__(self, records: Iterable[Record]) -> Iterator[tuple[Record, Outcome]]:
@@ -206,17 +346,36 @@ class ParallelOutcomes:
         """A JSONL file by byte ranges read and written by the workers, in order; each range
         checks that the file is still ``ident`` (device, inode, size, mtime)."""
         pending: deque[tuple[int, int, Future]] = deque()
-        for lo, hi in chunk_bounds(path, start, CHUNK_BYTES, ident):
-            pending.append((lo, hi, self.pool.submit(_work_range, path, display, lo, hi, ident)))
-            while len(pending) >= self.window:
+        try:
+            for lo, hi in chunk_bounds(path, start, CHUNK_BYTES, ident):
+                pending.append((lo, hi, self.pool.submit(_work_range, path, display, lo, hi, ident, self._part())))
+                while len(pending) >= self.window:
+                    lo_, hi_, fut = pending.popleft()
+                    yield lo_, hi_, fut.result()
+            while pending:
                 lo_, hi_, fut = pending.popleft()
                 yield lo_, hi_, fut.result()
-        while pending:
-            lo_, hi_, fut = pending.popleft()
-            yield lo_, hi_, fut.result()
+        finally:  # the file failed or the run stopped: ranges still in flight leave no part behind
+            for _, _, fut in pending:
+                if not fut.cancel():
+                    fut.add_done_callback(_discard)
+
+    def _part(self) -> str | None:
+        if self.parts is None:
+            return None
+        self._seq += 1
+        return os.path.join(self.parts, f"{self._seq}.part")
+
+    def _remove_parts(self) -> None:
+        if self.parts is not None:
+            shutil.rmtree(self.parts, ignore_errors=True)
+            self.parts = None
 
     def close(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        try:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+        finally:
+            self._remove_parts()
 
 
 # ---------------------------------------------------------------- this process

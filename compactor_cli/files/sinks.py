@@ -36,8 +36,18 @@ class StdoutClosed(Exception):
     """The reader of our stdout went away (``| head``): the run stops quietly, as SIGPIPE would."""
 
 
+class Spliced(Protocol):
+    """Output a worker process wrote to a file of its own (engine/executors.py Part)."""
+
+    length: int
+
+    def copy_to(self, fd: int) -> None: ...
+    def take(self) -> bytes: ...
+    def crc_after(self, crc: int) -> int: ...
+
+
 class Sink(Protocol):
-    def write(self, data: bytes) -> None: ...
+    def write(self, data: bytes | Spliced) -> None: ...
     def checkpoint(self) -> tuple[int, int]: ...
     def commit(self) -> None: ...
     def abort(self, keep: bool = False) -> None: ...
@@ -108,9 +118,15 @@ class AtomicFile:
             self.fh = os.fdopen(fd, "wb")
             self.crc = 0
 
-    def write(self, data: bytes) -> None:
-        self.fh.write(data)
-        self.crc = zlib.crc32(data, self.crc)
+    def write(self, data: bytes | Spliced) -> None:
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            self.fh.write(data)
+            self.crc = zlib.crc32(data, self.crc)
+        else:  # spliced in the kernel at the end of what was written; the worker's crc extends ours
+            self.fh.flush()
+            data.copy_to(self.fh.fileno())
+            self.fh.seek(0, os.SEEK_END)
+            self.crc = data.crc_after(self.crc)
 
     def checkpoint(self) -> tuple[int, int]:
         self.fh.flush()
@@ -160,7 +176,9 @@ class CompressedFile(AtomicFile):
         super().__init__(path, mode_from, partial, resume_length, resume_crc)
         self._frames = resume_length > 0  # the file already holds at least one complete frame
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | Spliced) -> None:
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            data = data.take()
         if data:
             self._open = True
             out = self._enc.compress(data)
@@ -197,7 +215,9 @@ class StreamFile:
         self.length = 0
         self.crc = 0
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | Spliced) -> None:
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            data = data.take()
         try:
             self.fh.write(data)
         except BrokenPipeError:
