@@ -244,10 +244,11 @@ def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
     and len(b), so a part's crc, computed by its worker, extends the output's."""
     if not _CRC_OPS:
         op = [0xEDB88320] + [1 << n for n in range(31)]  # one zero bit
-        for k in range(3 + 48):  # squared: 2, 4, 8 bits (one byte), then 2**k bytes up to 2**48
+        for _ in range(3):  # squared: 2, 4, 8 bits (one byte)
             op = [_gf2_times(op, v) for v in op]
-            if k >= 2:
-                _CRC_OPS.append(op)
+        _CRC_OPS.append(op)
+    while len(_CRC_OPS) < len2.bit_length():  # 2**k bytes: made as far as lengths need them
+        _CRC_OPS.append([_gf2_times(_CRC_OPS[-1], v) for v in _CRC_OPS[-1]])
     k = 0
     while len2:
         if len2 & 1:
