@@ -14,14 +14,12 @@ holding the caller's pipes open."""
 from __future__ import annotations
 
 import asyncio
-import errno
 import os
 import shutil
 import signal
 import tempfile
 import threading
 import time
-import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -29,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidInputError
+from ..files.parts import PARTS_PREFIX, Part, remove_stale_parts, unlink_part
 from ..files.records import CHANGED_INPUT, Record, input_identity
 from ..model.tokens import Counters
 from .settings import Settings
@@ -157,105 +156,10 @@ def _work_range(path: str, display: str, start: int, end: int, ident: tuple | No
     return ChunkResult(Part.write(part, out) if part is not None and out else out, records, lines)
 
 
-class Part:
-    """A range's output in a file a worker wrote (in the run's private parts directory), with
-    its length and crc32. The main process appends it to the output with ``copy_to`` (in the
-    kernel, removing the file) or takes its bytes (``take``, for stdout and compressed outputs)."""
-
-    def __init__(self, path: str, length: int, crc: int) -> None:
-        self.path, self.length, self.crc = path, length, crc
-
-    @classmethod
-    def write(cls, path: str, data: bytes) -> Part:
-        try:
-            with open(path, "xb") as fh:
-                fh.write(data)
-        except BaseException:
-            _unlink(path)
-            raise
-        return cls(path, len(data), zlib.crc32(data))
-
-    def crc_after(self, crc: int) -> int:
-        """crc32 of (the bytes ``crc`` covers) followed by this part."""
-        return crc32_combine(crc, self.crc, self.length)
-
-    def copy_to(self, fd: int) -> None:
-        """Append the part at ``fd``'s offset (copy_file_range; read/write where the kernel
-        cannot copy between these files), then remove it."""
-        try:
-            src = os.open(self.path, os.O_RDONLY)
-            try:
-                left = self.length
-                while left:
-                    try:
-                        n = os.copy_file_range(src, fd, left)
-                    except OSError as exc:
-                        if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
-                            raise
-                        chunk = os.read(src, min(left, 1 << 20))
-                        n = len(chunk)
-                        view = memoryview(chunk)
-                        while view:
-                            view = view[os.write(fd, view):]
-                    if n == 0:
-                        raise OSError(errno.EIO, f"part file {self.path} is shorter than its {self.length} bytes")
-                    left -= n
-            finally:
-                os.close(src)
-        finally:
-            _unlink(self.path)
-
-    def take(self) -> bytes:
-        try:
-            with open(self.path, "rb") as fh:
-                return fh.read()
-        finally:
-            _unlink(self.path)
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-
-
 def _discard(fut: Future) -> None:
     """A range finished after its run stopped wanting it: remove its part file."""
     if not fut.cancelled() and fut.exception() is None and isinstance(fut.result().out, Part):
-        _unlink(fut.result().out.path)
-
-
-_CRC_OPS: list[list[int]] = []  # [k]: the GF(2) operator that appends 2**k zero bytes to a crc32
-
-
-def _gf2_times(mat: list[int], vec: int) -> int:
-    s = i = 0
-    while vec:
-        if vec & 1:
-            s ^= mat[i]
-        vec >>= 1
-        i += 1
-    return s
-
-
-def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
-    """zlib's crc32_combine (not exposed by Python's zlib): crc32(a + b) from crc32(a), crc32(b)
-    and len(b), so a part's crc, computed by its worker, extends the output's."""
-    if not _CRC_OPS:
-        op = [0xEDB88320] + [1 << n for n in range(31)]  # one zero bit
-        for _ in range(3):  # squared: 2, 4, 8 bits (one byte)
-            op = [_gf2_times(op, v) for v in op]
-        _CRC_OPS.append(op)
-    while len(_CRC_OPS) < len2.bit_length():  # 2**k bytes: made as far as lengths need them
-        _CRC_OPS.append([_gf2_times(_CRC_OPS[-1], v) for v in _CRC_OPS[-1]])
-    k = 0
-    while len2:
-        if len2 & 1:
-            crc1 = _gf2_times(_CRC_OPS[k], crc1)
-        len2 >>= 1
-        k += 1
-    return crc1 ^ crc2
+        unlink_part(fut.result().out.path)
 
 
 def chunk_bounds(path: str, start: int, size: int, ident: tuple | None = None) -> Iterator[tuple[int, int]]:
@@ -290,26 +194,6 @@ def _batches(records: Iterable[Record]) -> Iterator[list[Record]]:
         yield batch
 
 
-PARTS_PREFIX = ".xcompact-parts-"
-
-
-def _remove_stale_parts() -> None:
-    """Parts directories of runs that were killed (SIGKILL leaves them): their pid is gone."""
-    base = tempfile.gettempdir()
-    try:
-        names = [n for n in os.listdir(base) if n.startswith(PARTS_PREFIX)]
-    except OSError:
-        return
-    for name in names:
-        pid = name[len(PARTS_PREFIX):].split("-", 1)[0]
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            shutil.rmtree(os.path.join(base, name), ignore_errors=True)
-        except (ValueError, OSError):
-            pass
-
-
 class ParallelOutcomes:
     """Batches of records through a process pool, at most ``2 x jobs`` batches in flight. A run
     that writes output gets a private directory for the workers' part files, removed by close()."""
@@ -319,7 +203,7 @@ class ParallelOutcomes:
 
         self.parts: str | None = None
         if settings.write_output:
-            _remove_stale_parts()
+            remove_stale_parts()
             self.parts = tempfile.mkdtemp(prefix=f"{PARTS_PREFIX}{os.getpid()}-")
         self._seq = 0
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"

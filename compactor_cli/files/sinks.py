@@ -37,7 +37,7 @@ class StdoutClosed(Exception):
 
 
 class Spliced(Protocol):
-    """Output a worker process wrote to a file of its own (engine/executors.py Part)."""
+    """Output a worker process wrote to a file of its own (files/parts.py Part)."""
 
     length: int
 

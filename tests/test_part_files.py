@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactor_cli.engine import executors
-from compactor_cli.engine.executors import PARTS_PREFIX, Part, crc32_combine
+from compactor_cli.files.parts import PARTS_PREFIX, Part, crc32_combine, remove_stale_parts
 from compactor_cli.files.sinks import AtomicFile
 
 ENV = {"XCOMPACT_TEST_PARALLEL_MIN_BYTES": "0", "XCOMPACT_TEST_CHUNK_BYTES": "20000"}
@@ -113,7 +113,7 @@ def test_a_killed_runs_parts_directory_is_removed_by_the_next_run(src, tmp_path)
     open(os.path.join(stale, "1.part"), "wb").close()
     mine = tempfile.mkdtemp(prefix=f"{PARTS_PREFIX}{os.getpid()}-")  # a live run's: kept
     try:
-        executors._remove_stale_parts()
+        remove_stale_parts()
         assert not os.path.exists(stale) and os.path.isdir(mine)
     finally:
         os.rmdir(mine)
