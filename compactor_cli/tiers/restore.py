@@ -32,6 +32,7 @@ from .store import (
     templated_results,
     tool_slots,
     with_aliases,
+    with_meta,
     with_templated,
 )
 
@@ -188,10 +189,7 @@ def _restore_tool_inputs(dump: dict) -> dict:
     new_meta = {k: v for k, v in meta.items() if k != INPUTS_FIELD}
     if remaining:
         new_meta[INPUTS_FIELD] = remaining
-    new = {**dump, "messages": new_messages, META_KEY: new_meta}
-    if not new_meta:
-        del new[META_KEY]
-    return new
+    return with_meta({**dump, "messages": new_messages}, new_meta)
 
 
 def restore_tool_results(dump: dict) -> tuple[dict, int]:

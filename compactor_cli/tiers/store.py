@@ -92,6 +92,16 @@ def templated_results(dump: dict) -> dict[tuple[str, int], str]:
     return {(e["id"], e["occurrence"]): texts[e["template"]] for e in meta[TEMPLATED_FIELD]}
 
 
+def with_meta(dump: dict, meta: dict) -> dict:
+    """The dump with ``xcompact`` set to ``meta``, or without ``xcompact`` when it is empty. Returns a new dict."""
+    new = dict(dump)
+    if meta:
+        new[META_KEY] = meta
+    else:
+        new.pop(META_KEY, None)
+    return new
+
+
 def with_templated(dump: dict, results: dict[tuple[str, int], str]) -> dict:
     """The dump recording ``results`` (as templated_results reads them; both fields removed
     when empty, and an ``xcompact`` left empty too). Returns a new dict."""
@@ -103,12 +113,7 @@ def with_templated(dump: dict, results: dict[tuple[str, int], str]) -> dict:
         index = {t: j for j, t in enumerate(texts)}
         meta[TEMPLATES_FIELD] = texts
         meta[TEMPLATED_FIELD] = [{"id": cid, "occurrence": k, "template": index[t]} for (cid, k), t in results.items()]
-    new = dict(dump)
-    if meta:
-        new[META_KEY] = meta
-    else:
-        new.pop(META_KEY, None)
-    return new
+    return with_meta(dump, meta)
 
 
 def is_placeholder_of(content: Any, cid: str, template: PlaceholderTemplate | None = None) -> bool:
@@ -196,12 +201,7 @@ def with_aliases(dump: dict, aliases: dict[tuple[str, int], str | None]) -> dict
         meta[ALIASES_FIELD] = [{"id": cid, "occurrence": k, "key": key} for (cid, k), key in aliases.items()]
     else:
         meta.pop(ALIASES_FIELD, None)
-    new = dict(dump)
-    if meta:
-        new[META_KEY] = meta
-    else:
-        new.pop(META_KEY, None)
-    return new
+    return with_meta(dump, meta)
 
 
 def slot_key(slot: ToolSlot, aliases: dict[tuple[str, int], str | None]) -> str | None:

@@ -103,19 +103,13 @@ def _check_args(dump: Any, keep: Any) -> None:
 
 
 def tool_names(messages: list[dict]) -> dict[int, str]:
-    """Index of each tool result -> the name of the tool its call named (the latest call with
-    its ID before it), where an assistant message made that call."""
-    calls: dict[str, str] = {}
+    """Index of each tool result -> the name of the tool its call named (the call it answers:
+    the latest with its ID before it), where that call names one."""
     names: dict[int, str] = {}
-    for i, m in enumerate(messages):
-        role = m.get("role")
-        if role == "assistant":
-            for call in m.get("tool_calls") or ():
-                name = call_name(call)
-                if name is not None and isinstance(call.get("id"), str):
-                    calls[call["id"]] = name
-        elif role == "tool" and isinstance(m.get("tool_call_id"), str) and m["tool_call_id"] in calls:
-            names[i] = calls[m["tool_call_id"]]
+    for i, at in answered_calls(messages).items():
+        name = _call_name(messages, at)
+        if name is not None:
+            names[i] = name
     return names
 
 
