@@ -35,6 +35,7 @@ from tiktoken.load import load_tiktoken_bpe
 from tiktoken_ext import openai_public
 
 from compactor_cli.cli import cli
+from compactor_cli.model import encoders
 from compactor_cli.model.tokens import ENCODINGS, TokenCounter, choose_encoding, encoding_for_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -148,6 +149,64 @@ def test_quicktok_ids_equal_tiktoken_on_the_real_transcripts(reference):
     texts = _texts(sorted(SHARED.glob("*.jsonl")))
     assert sum(len(t) for t in texts) > 4_000_000
     _assert_equal_ids(reference, texts)
+
+
+def _assert_quick_to_build_equal(reference, texts: list[str]) -> None:
+    """The encoder a run starts with (tiktoken's BPE on quicktok's ranks, model/encoders.py)
+    gives the reference ids too, so a count does not depend on when quicktok took over."""
+    for name in ("cl100k_base", "o200k_base", "llama3", "qwen"):
+        warm = encoders._quick_to_build(name)
+        assert warm is not None, f"{name}: quicktok's ranks could not be read"
+        bad = [s[:60] for s in texts if warm(s) != _ref_ids(reference, name, s)]
+        assert not bad, f"{name}: {len(bad)} of {len(texts)} texts differ, e.g. {bad[:3]}"
+
+
+def test_the_quick_to_build_encoder_equals_tiktoken_on_the_bundled_transcripts(reference):
+    _assert_quick_to_build_equal(reference, _texts(BUNDLED))
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason=f"the real transcripts beside the project ({SHARED}) are not "
+                    "here (a clean clone): the bundled fixtures' part runs instead")
+def test_the_quick_to_build_encoder_equals_tiktoken_on_the_real_transcripts(reference):
+    _assert_quick_to_build_equal(reference, _texts(sorted(SHARED.glob("*.jsonl"))))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=200))
+@example("a\ud800b \udfff" + "x" * 40)
+@example("Ａ\u0301e\u0301\u212b 'S 's 1234567 \r\n\n  \t x/y//z")  # NFC, contractions, digits, breaks
+def test_both_encoders_equal_the_reference_for_any_text(reference, s):
+    for name in ("cl100k_base", "o200k_base", "llama3", "qwen"):
+        ids = _ref_ids(reference, name, encoders._clean(s))
+        assert len(encoders._quick_to_build(name)(s)) == len(ids)
+        assert encoders.Encoder(name)._fast()(s) == len(ids)
+
+
+def test_a_run_moves_to_quicktok_after_switch_chars_with_the_same_counts(reference, monkeypatch):
+    monkeypatch.setattr(encoders, "SWITCH_CHARS", 5_000)
+    texts = _texts([FIXTURES / "taubench_airline_5.jsonl"])[:400]
+    for name in ("cl100k_base", "qwen"):
+        enc = encoders.Encoder(name)
+        assert enc.count == enc._count_warm
+        counts = [enc.count(s) for s in texts]
+        assert enc.count != enc._count_warm and not hasattr(enc, "_warm")  # switched, the warm one let go
+        assert counts == [len(_ref_ids(reference, name, s)) for s in texts]
+
+
+def test_ranks_that_do_not_read_exactly_are_refused_and_quicktok_counts_at_once(tmp_path, monkeypatch):
+    import quicktok
+
+    good = (Path(quicktok.__file__).parent / "data" / "cl100k.vocab").read_bytes()
+    assert len(encoders.read_ranks(str(tmp_path / "missing")) or {}) == 0
+    for name, data in (("truncated", good[:-3]), ("extra", good + b"\0"), ("empty", b""),
+                       ("count", (5).to_bytes(4, "little") + good[4:])):
+        (tmp_path / name).write_bytes(data)
+        assert encoders.read_ranks(str(tmp_path / name)) is None, name
+    assert len(encoders.read_ranks(str(Path(quicktok.__file__).parent / "data" / "cl100k.vocab")) or {}) == 100_256
+    monkeypatch.setattr(encoders, "read_ranks", lambda path: None)
+    enc = encoders.Encoder("cl100k_base")
+    assert enc.count != enc._count_warm
+    assert enc.count("hello world") == 2
 
 
 def _vectors(path: Path) -> list[tuple[str, list[int]]]:

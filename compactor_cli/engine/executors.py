@@ -13,7 +13,6 @@ holding the caller's pipes open."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import signal
@@ -22,9 +21,8 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError
 from ..files.parts import PARTS_PREFIX, Part, remove_stale_parts, unlink_part
@@ -32,6 +30,10 @@ from ..files.records import CHANGED_INPUT, Record, input_identity
 from ..model.tokens import Counters
 from .settings import Settings
 from .step import OPERATIONS, Outcome, Transform, process_record, process_record_async
+
+if TYPE_CHECKING:  # asyncio and the process pool are imported where used: a run without a model or
+    import asyncio  # workers does not pay for them at start-up
+    from concurrent.futures import Future
 
 Outcomes = Callable[[Iterable[Record]], Iterator[tuple[Record, Outcome]]]
 MODEL_COMMANDS = ("summarize", "compact")
@@ -100,6 +102,8 @@ def _init_worker(settings: Settings, parent: int) -> None:
     _die_with_parent(parent)
     counter = make_counter(settings)
     transform, _ = make_transform(settings, counter)
+    import asyncio
+
     _worker.update(settings=settings, counter=counter, transform=transform, loop=asyncio.new_event_loop())
 
 
@@ -200,6 +204,7 @@ class ParallelOutcomes:
 
     def __init__(self, settings: Settings, jobs: int) -> None:
         import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
 
         self.parts: str | None = None
         if settings.write_output:
@@ -310,6 +315,8 @@ class Processor:
             yield from self._windowed(records)
 
     def _windowed(self, records: Iterable[Record]) -> Iterator[tuple[Record, Outcome]]:
+        import asyncio
+
         if self._loop is None:
             self._loop = asyncio.new_event_loop()
         loop = self._loop
@@ -338,6 +345,8 @@ class Processor:
         """Close the summariser's client (its connections, its cache) and the event loop."""
         if self.backend is not None:
             if self._loop is None:
+                import asyncio
+
                 self._loop = asyncio.new_event_loop()
             self._loop.run_until_complete(self.backend.aclose())
         if self._loop is not None:

