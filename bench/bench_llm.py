@@ -2,8 +2,8 @@
 
 Starts llama-cpp-python's server (tests/llm/setup.sh installs it and Qwen2.5-Coder-0.5B-Instruct)
 on 127.0.0.1, then for each real data set beside the project (tau-bench, SWE-agent, Claude Code)
-takes the first ``--runs`` conversations that have a head of at least 4 messages to summarise
-once tier 1 has run (``xcompact toolcall`` with its defaults, as ``compact`` does before it
+takes the first ``--runs`` conversations that have a head to summarise (``--min-head`` messages,
+default 1) once tier 1 has run (``xcompact toolcall`` with its defaults, as ``compact`` does before it
 summarises), and runs
 
     xcompact summarize --backend openai --base-url URL --model local --seed 0 --no-cache
@@ -43,12 +43,12 @@ from compactor_cli.tiers.cut import choose_cut_point  # noqa: E402
 from compactor_cli.tiers.toolcall import reclaim_tool_results  # noqa: E402
 
 SETS = {"tau": "taubench_gpt-4o-airline.jsonl", "swe": "swe-agent.jsonl", "cc": "spotter-claude-code.jsonl"}
-MIN_HEAD = 4
+MIN_HEAD = 1
 OWNED = ("compacted_tool_results", "summarized_messages", "compaction_counter", "xcompact", "tokens_used")
 
 
-def select(path: str, runs: int, smallest: bool = False) -> list[bytes]:
-    """The first ``runs`` lines whose conversation has a head of MIN_HEAD+ messages after tier 1
+def select(path: str, runs: int, smallest: bool = False, min_head: int = MIN_HEAD) -> list[bytes]:
+    """The first ``runs`` lines whose conversation has a head of ``min_head``+ messages after tier 1
     (``smallest``: the ``runs`` such lines with the fewest head characters, in file order)."""
     found = []
     with open(path, "rb") as fh:
@@ -57,7 +57,7 @@ def select(path: str, runs: int, smallest: bool = False) -> list[bytes]:
             reclaimed, _ = reclaim_tool_results(dump)
             messages = reclaimed["messages"]
             head = choose_cut_point(messages).head
-            if len(head) >= MIN_HEAD:
+            if len(head) >= min_head:
                 size = sum(len(orjson.dumps(messages[i])) for i in head)
                 found.append((size, len(found), line if line.endswith(b"\n") else line + b"\n"))
             if len(found) == runs and not smallest:
@@ -98,8 +98,9 @@ def acceptance(check_url: str, work: str, name: str) -> tuple[int, int]:
             sum(accepted(check_url, ins[i]["messages"]) for i in done))
 
 
-def run_set(name: str, path: str, runs: int, url: str, check_url: str, work: str, smallest: bool = False) -> dict:
-    lines = select(path, runs, smallest)
+def run_set(name: str, path: str, runs: int, url: str, check_url: str, work: str, smallest: bool = False,
+            min_head: int = MIN_HEAD) -> dict:
+    lines = select(path, runs, smallest, min_head)
     src, t1, out, report = (os.path.join(work, f"{name}.{x}") for x in ("in.jsonl", "t1.jsonl", "out.jsonl", "report.json"))
     with open(src, "wb") as fh:
         fh.writelines(lines)
@@ -136,6 +137,8 @@ def main() -> None:
     ap.add_argument("--sets", default="tau,swe,cc")
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument("--work", help="keep the inputs, outputs and reports in this directory")
+    ap.add_argument("--min-head", type=int, default=MIN_HEAD, help="messages a head needs to be measured")
+    ap.add_argument("--n-ctx", type=int, default=8192, help="the server's context window (Qwen2.5-Coder takes 32768)")
     ap.add_argument("--smallest", default="", help="sets (e.g. cc) whose runs are those with the smallest heads")
     ap.add_argument("--accept-only", action="store_true",
                     help="only check, in --work, which outputs (and inputs) the server takes as chat requests")
@@ -149,11 +152,11 @@ def main() -> None:
     results = []
     if args.work:
         os.makedirs(args.work, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp, llm.start(n_ctx=8192) as server, llm.start(n_ctx=256) as check:
+    with tempfile.TemporaryDirectory() as tmp, llm.start(n_ctx=args.n_ctx) as server, llm.start(n_ctx=256) as check:
         work = args.work or tmp
         for key in args.sets.split(","):
             r = run_set(key, os.path.join(args.data, SETS[key]), args.runs, server.base_url, check.base_url, work,
-                        key in args.smallest.split(","))
+                        key in args.smallest.split(","), args.min_head)
             results.append(r)
             print(orjson.dumps(r).decode(), file=sys.stderr, flush=True)
     print("| data set | runs | SUMMARIZED | repaired | model calls / summary | s / summary | pairing valid | "

@@ -21,9 +21,10 @@ from collections.abc import Callable
 from importlib.util import find_spec
 from typing import Any
 
-#: Characters encoded with the quick-to-build encoder before quicktok is built. quicktok's build
-#: costs what tiktoken spends on roughly 5-20 MB of text (bench/README.md, start-up).
-SWITCH_CHARS = 4 * 2**20
+#: Characters encoded with the quick-to-build encoder before quicktok is built: about 0.2 s of
+#: tiktoken's encoding, less than quicktok's build (0.3-0.8 s), so a small run never pays for
+#: the build and a large one pays at most that much more than building quicktok first.
+SWITCH_CHARS = 2 * 2**20
 
 #: Our name -> (quicktok's name, its .vocab file, the pre-tokenisation pattern, NFC first).
 #: cl100k_base and o200k_base: tiktoken_ext.openai_public; llama3: Meta's Llama 3 tokenizer.py;
