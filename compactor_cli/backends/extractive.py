@@ -337,7 +337,7 @@ def fact_items(msgs: list[_Msg], limit: int | None = None) -> list[Item]:
         call = src.weight == CALL_WEIGHT
         per_unit = Counter(k for _, _, k in located)
         in_message = len({src.text[a:b] for a, b, _ in located})
-        base = (src.weight * (1 + 0.2 * src.pos / n) / in_message ** 0.25
+        base = (src.weight * (1 + 0.2 * src.pos / n) / in_message ** 0.2
                 * min(1.0, (2000 / len(src.text)) ** 0.25))
         unit_weight: dict[int, float] = {}
         for k, count in per_unit.items():
