@@ -41,6 +41,7 @@ import orjson
 
 from ..errors import BackendError, UsageError
 from ..model.context_windows import context_window
+from ..model.exact_numbers import orjson_default
 from ..model.secrets import collect_secrets, contains_secret, mask_credentials, mask_secrets, redact_url
 from . import Answer, SummaryRequest
 from .cache import SummaryCache, cache_key
@@ -409,7 +410,8 @@ class OpenAIBackend:
         """What the summary depends on; not on the mode auto ends up in (the text is canonical either way)."""
         return cache_key("openai", CACHE_VERSION, self.endpoint, self.model, self.opts.temperature, self.instructions,
                          self.structured, self.opts.seed, request.max_tokens, request.previous_tokens,
-                         self.input_tokens, request.system_text, orjson.dumps(request.head).decode())
+                         self.input_tokens, request.system_text,
+                         orjson.dumps(request.head, default=orjson_default).decode())
 
     def _usable(self, text: str, max_tokens: int) -> bool:
         reading = read_answer(text)

@@ -14,6 +14,7 @@ from ..engine import params as opt
 from ..engine.params import MAX_INT, options_of
 from ..engine.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from ..errors import InvalidInputError, UsageError, XCompactError
+from ..model.exact_numbers import orjson_default
 from ..version import __version__
 from . import launch
 from .convert import convert
@@ -183,7 +184,7 @@ def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no:
     if isinstance(content, str):
         sys.stdout.write(content if content.endswith("\n") else content + "\n")
     else:
-        sys.stdout.buffer.write(orjson.dumps(content) + b"\n")
+        sys.stdout.buffer.write(orjson.dumps(content, default=orjson_default) + b"\n")
     sys.exit(EXIT_FAILED if errors else EXIT_OK)
 
 

@@ -5,20 +5,17 @@ a record that cannot be read is passed through unchanged."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from typing import Any, cast
 
 from ..errors import InvalidInputError
+from ..files.exact import RISKY_NUMBER
 from ..files.records import Record, dump_bytes
 from ..formats import parse_record
 from ..formats.convert import Notes, check_carried, convert, to_plain_openai
 from .report import ReportItem
 from .settings import Settings
 from .step import Outcome, unexpected_error
-
-#: A number of 19 digits or more after a JSON value separator: possibly beyond 64 bits.
-_BIG_INT = re.compile(rb"[\[:,]\s*-?\d{19,}")
 
 
 def convert_record(raw: bytes, from_: str, to: str, source: str | None, line: int | None,
@@ -27,7 +24,7 @@ def convert_record(raw: bytes, from_: str, to: str, source: str | None, line: in
 
     item = cast(ReportItem, {"source": source, "line": line})
     try:
-        exact = _BIG_INT.search(raw) is not None  # an integer orjson would read as a float: read it exactly
+        exact = RISKY_NUMBER.search(raw) is not None  # a number orjson would change: read it exactly
         dump, codec = parse_record(raw, from_, exact=exact, source=source, line=line, history=history)
         fatal = [p for p in codec.problems(dump) if p.fatal]
         if fatal:
@@ -51,7 +48,7 @@ def convert_record(raw: bytes, from_: str, to: str, source: str | None, line: in
         except InvalidInputError:
             if not exact:
                 raise
-            return dump_bytes(native, form, exact=True), item  # integers beyond 64 bits, written exactly
+            return dump_bytes(native, form, exact=True), item  # integers beyond 64 bits, decimals, written exactly
     except InvalidInputError as exc:
         item.update({"status": "INVALID_INPUT", "error": str(exc)})
         return raw, item

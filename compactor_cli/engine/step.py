@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import BackendError, InvalidInputError
-from ..files.records import Record, dump_bytes, lossless_problems
+from ..files.records import NeedsExactParse, Record, dump_bytes, lossless_problems
 from ..formats import Codec, parse_record
 from ..formats.base import conversation_model
 from ..model.conversation import estimated_message_length
@@ -110,7 +110,7 @@ OPERATIONS: dict[str, Transform] = {"toolcall": op_toolcall, "restore": op_resto
 
 
 class _NeedsExact(Exception):
-    """The fast parse lost a value of a record that is being rewritten: redo it losslessly."""
+    """The fast parse lost (or could not hold) a value of a record: redo it losslessly."""
 
 
 def _prepare(rec: Record, settings: Settings, exact: bool) -> tuple[dict, Codec, list[str]]:
@@ -120,6 +120,8 @@ def _prepare(rec: Record, settings: Settings, exact: bool) -> tuple[dict, Codec,
     try:
         dump, codec = parse_record(rec.raw, settings.input_format, exact, rec.source, rec.line,
                                    history=settings.claude_code_history)
+    except NeedsExactParse:  # a number beyond a double's range: only the exact reader holds it
+        raise _NeedsExact from None
     except InvalidInputError as exc:
         hint = hint_for(rec.raw, str(exc))
         if hint:

@@ -19,7 +19,9 @@ import orjson
 
 from ..errors import InvalidInputError
 from ..model.conversation import normalize_record
+from ..model.exact_numbers import orjson_default
 from .compression import CorruptInput, codec_of, open_decoded, plain_name
+from .exact import RISKY_NUMBER, ExactReader, dumps_exact
 from .targets import JSONL_SUFFIXES, STDIN
 
 _BOM = b"\xef\xbb\xbf"
@@ -51,6 +53,11 @@ class LoadedConversation:
     error: str | None = None
 
 
+class NeedsExactParse(InvalidInputError):
+    """Valid JSON the fast parser cannot hold (a number beyond a double's range): the lossless
+    parser reads it (the record loop does so at once; elsewhere this is the one-line reason)."""
+
+
 def parse_json(raw: bytes) -> Any:
     """orjson.loads with messages that say what is wrong, including invalid UTF-8."""
     if raw.startswith(_BOM):
@@ -64,6 +71,9 @@ def parse_json(raw: bytes) -> Any:
             raw.decode("utf-8")
         except UnicodeDecodeError as uexc:
             raise InvalidInputError(f"invalid UTF-8 at byte {uexc.start}: re-encode the file as UTF-8") from None
+        if "number is infinity" in exc.msg:
+            raise NeedsExactParse(f"a number at line {exc.lineno} column {exc.colno} is beyond the range of a "
+                                  "double; only the exact reader keeps it") from None
         raise InvalidInputError(f"broken JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
 
 
@@ -72,46 +82,14 @@ def parse_record(raw: bytes, exact: bool = False) -> tuple[dict[str, Any], str]:
     return normalize_record(parse_exact(raw) if exact else parse_json(raw))
 
 
-#: orjson reads integers outside this range as floats (which it then writes with "e+").
-_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
-
-
-class _Exact:
-    """Python's json with hooks: integers of any size stay exact; repeated keys are noticed."""
-
-    def __init__(self) -> None:
-        self.big_ints = 0
-        self.duplicates: list[str] = []
-
-    def parse_int(self, text: str) -> int:
-        value = int(text)
-        if not _INT_MIN <= value <= _INT_MAX:
-            self.big_ints += 1
-        return value
-
-    def pairs(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        obj = dict(pairs)
-        if len(obj) != len(pairs):
-            seen: set[str] = set()
-            for key, _ in pairs:
-                if key in seen and key not in self.duplicates:
-                    self.duplicates.append(key)
-                seen.add(key)
-        return obj
-
-    def loads(self, raw: bytes) -> Any:
-        import json
-
-        text = raw.decode("utf-8")
-        return json.loads(text[1:] if text.startswith("\ufeff") else text, parse_int=self.parse_int,
-                          object_pairs_hook=self.pairs)
-
-
 def parse_exact(raw: bytes) -> Any:
-    """The lossless parse (the slow path): integers of any size kept exactly."""
-    parse_json(raw)  # the same messages for broken input
+    """The lossless parse (the slow path): integers of any size and every decimal kept exactly."""
     try:
-        return _Exact().loads(raw)
+        parse_json(raw)  # the same messages for broken input
+    except NeedsExactParse:
+        pass
+    try:
+        return ExactReader().loads(raw)
     except RecursionError:
         raise InvalidInputError("nests too deeply to be read exactly") from None
 
@@ -119,10 +97,11 @@ def parse_exact(raw: bytes) -> Any:
 def lossless_problems(raw: bytes, parsed: Any) -> tuple[bool, list[str]]:
     """(needs the exact parser, repeated keys) of a record about to be rewritten.
 
-    The fast parse loses two things silently: integers beyond 64 bits (read as floats) and all but
-    the last value of a repeated key. Both show cheaply when the record is compared with its
-    re-serialised form (a float written with "e+"; fewer colons than the input) and are then
-    confirmed by the lossless parser. Raises InvalidInputError when the record cannot be written
+    The fast parse loses three things silently: integers beyond 64 bits (read as floats), digits
+    of a decimal beyond what a double holds, and all but the last value of a repeated key. They
+    show cheaply when the record is compared with its re-serialised form (a float written with
+    "e+"; a long number or exponent; fewer colons than the input) and are then confirmed by the lossless
+    parser. Raises InvalidInputError when the record cannot be written
     at all (nested deeper than orjson writes)."""
     try:
         canon = orjson.dumps(parsed)
@@ -132,14 +111,14 @@ def lossless_problems(raw: bytes, parsed: Any) -> tuple[bool, list[str]]:
     if canon == body:  # written by orjson (or in its exact form): nothing can have been lost
         return False, []
     # a repeated key loses at least its colon; colons inside strings are the same on both sides
-    if b"e+" not in canon and raw.count(b":") == canon.count(b":"):
+    if b"e+" not in canon and raw.count(b":") == canon.count(b":") and not RISKY_NUMBER.search(raw):
         return False, []
-    exact = _Exact()
+    exact = ExactReader()
     try:
         exact.loads(raw)
     except (ValueError, RecursionError):
         return False, []
-    return exact.big_ints > 0, exact.duplicates
+    return exact.big_ints > 0 or exact.inexact_floats > 0, exact.duplicates
 
 
 def _encode_reason(exc: Exception) -> str:
@@ -150,17 +129,14 @@ def _encode_reason(exc: Exception) -> str:
 
 def dump_bytes(obj: Any, form: str, exact: bool = False) -> bytes:
     """Deterministic UTF-8 bytes: a compact line for JSONL, a 2-space indented document for JSON.
-    ``exact`` writes with Python's json, which writes integers of any size."""
+    ``exact`` writes with Python's json, which writes integers of any size, and every ExactFloat
+    as it was read."""
     try:
         if exact:
-            import json
-
-            if form == "jsonl":
-                return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
-            return json.dumps(obj, ensure_ascii=False, indent=2).encode() + b"\n"
+            return dumps_exact(obj, form)
         if form == "jsonl":
-            return orjson.dumps(obj) + b"\n"
-        return orjson.dumps(obj, option=orjson.OPT_INDENT_2) + b"\n"
+            return orjson.dumps(obj, default=orjson_default) + b"\n"
+        return orjson.dumps(obj, default=orjson_default, option=orjson.OPT_INDENT_2) + b"\n"
     except (orjson.JSONEncodeError, RecursionError, ValueError) as exc:
         raise InvalidInputError(f"cannot be written back: {_encode_reason(exc)}") from None
 

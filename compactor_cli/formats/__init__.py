@@ -121,13 +121,15 @@ def read(obj: Any, from_: str = "auto", source: str | None = None, line: int | N
 
 
 def _split_lines(raw: bytes, exact: bool) -> list[tuple[int, Any]]:
-    from ..files.records import parse_exact, parse_json
+    from ..files.records import NeedsExactParse, parse_exact, parse_json
 
     events = []
     for n, line in enumerate(raw.split(b"\n"), 1):
         if line.strip():
             try:
                 events.append((n, parse_exact(line) if exact else parse_json(line)))
+            except NeedsExactParse:
+                raise  # the record is read again exactly
             except InvalidInputError as exc:
                 raise InvalidInputError(f"line {n}: {exc}") from None
     return events

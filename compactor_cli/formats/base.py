@@ -25,7 +25,9 @@ from typing import Any
 import orjson
 
 from ..errors import InvalidInputError
+from ..files.exact import RISKY_NUMBER, ExactReader
 from ..model.conversation import Problem
+from ..model.exact_numbers import orjson_default
 from ..model.format_names import FILE_LEVEL, FORMATS, LOG_FORMATS, REQUEST_FORMATS  # noqa: F401  (read from here too)
 
 #: Message key holding the native form of an internal message (a JSON string).
@@ -41,11 +43,21 @@ OWNED_KEYS = ("tokens_used", "compacted_tool_results", "summarized_messages", "c
 
 def jdump(obj: Any) -> str:
     """Compact JSON text of ``obj`` (keys in their order, non-ASCII kept)."""
-    return orjson.dumps(obj).decode()
+    return orjson.dumps(obj, default=orjson_default).decode()
 
 
 def jload(text: str) -> Any:
-    return orjson.loads(text)
+    """JSON text (a tool call's arguments) -> value; a number a double does not hold is read
+    exactly (an ExactFloat, written back as it was)."""
+    raw = text.encode("utf-8", "surrogatepass")
+    if not RISKY_NUMBER.search(raw):
+        return orjson.loads(text)
+    try:
+        orjson.loads(text)  # orjson's verdict on what is JSON
+    except orjson.JSONDecodeError as exc:
+        if "number is infinity" not in exc.msg:
+            raise
+    return ExactReader().loads(raw)
 
 
 def type_name(v: Any) -> str:

@@ -1,0 +1,94 @@
+"""The lossless reader and writer: for the records the fast path (orjson) would change.
+
+orjson reads integers beyond 64 bits as doubles, decimals into doubles (about 16 significant
+digits), and keeps the last of a repeated key. The record loop sends a record that is being
+rewritten here when a cheap comparison says it may have lost something (records.lossless_problems):
+integers of any size stay ints, a decimal a double does not hold becomes an ExactFloat, and
+repeated keys are noticed; the writer puts each number back as it was read."""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from decimal import Decimal
+from typing import Any
+
+from ..model.exact_numbers import ExactFloat
+
+#: orjson reads integers outside this range as floats (which it then writes with "e+").
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+#: A decimal of 15 significant digits or fewer, with an exponent of two digits, is read into a
+#: double and written back as the same value; a longer one may not be (0.30000000000000001 is
+#: written 0.3, 1e-400 is 0.0, 1e309 cannot be read). A number like that (after a colon, comma
+#: or bracket, as a value is) sends a record that is being rewritten to the exact reader, which
+#: decides.
+RISKY_NUMBER = re.compile(rb"[:,\[]\s*-?(?:[0-9.]{16,}|[0-9.]+[eE][-+]?[0-9]{3})")
+
+
+class ExactReader:
+    """Python's json with hooks: integers of any size stay exact, a decimal a double does not
+    hold becomes an ExactFloat, repeated keys are noticed."""
+
+    def __init__(self) -> None:
+        self.big_ints = 0
+        self.inexact_floats = 0
+        self.duplicates: list[str] = []
+
+    def parse_float(self, text: str) -> float:
+        value = float(text)
+        # beyond a double's range, or digits lost: the text says what the double cannot
+        if value - value != 0 or ((len(text) > 15 or "e" in text or "E" in text)
+                                  and Decimal(repr(value)) != Decimal(text)):
+            self.inexact_floats += 1
+            return ExactFloat(text)
+        return value
+
+    def parse_int(self, text: str) -> int:
+        value = int(text)
+        if not _INT_MIN <= value <= _INT_MAX:
+            self.big_ints += 1
+        return value
+
+    def pairs(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) != len(pairs):
+            seen: set[str] = set()
+            for key, _ in pairs:
+                if key in seen and key not in self.duplicates:
+                    self.duplicates.append(key)
+                seen.add(key)
+        return obj
+
+    def loads(self, raw: bytes) -> Any:
+        text = raw.decode("utf-8")
+        return json.loads(text[1:] if text.startswith("\ufeff") else text, parse_int=self.parse_int,
+                          parse_float=self.parse_float, object_pairs_hook=self.pairs)
+
+
+def dumps_exact(obj: Any, form: str) -> bytes:
+    """The bytes records.dump_bytes writes for ``form``, with integers of any size and every
+    ExactFloat as read."""
+    # json writes a float subclass as a double: each ExactFloat goes in as a marker string no
+    # input can hold (a fresh random nonce), which is then replaced by the number's text
+    nonce = secrets.token_hex(8)
+    texts: list[str] = []
+
+    def marked(v: Any) -> Any:
+        t = type(v)
+        if t is dict:
+            return {k: marked(x) for k, x in v.items()}
+        if t is list:
+            return [marked(x) for x in v]
+        if t is ExactFloat:
+            texts.append(v.text)
+            return f"xcompact-{nonce}-{len(texts) - 1}"
+        return v
+
+    if form == "jsonl":
+        out = json.dumps(marked(obj), ensure_ascii=False, separators=(",", ":"))
+    else:
+        out = json.dumps(marked(obj), ensure_ascii=False, indent=2)
+    if texts:
+        out = re.sub(f'"xcompact-{nonce}-([0-9]+)"', lambda m: texts[int(m.group(1))], out)
+    return out.encode() + b"\n"
