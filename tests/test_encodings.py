@@ -171,15 +171,22 @@ def test_the_quick_to_build_encoder_equals_tiktoken_on_the_real_transcripts(refe
     _assert_quick_to_build_equal(reference, _texts(sorted(SHARED.glob("*.jsonl"))))
 
 
+@pytest.fixture(scope="module")
+def both_encoders() -> dict:
+    """name -> (the quick-to-build encoder, quicktok's count), each built once."""
+    return {name: (encoders._quick_to_build(name), encoders.Encoder(name)._fast())
+            for name in ("cl100k_base", "o200k_base", "llama3", "qwen")}
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=200))
 @example("a\ud800b \udfff" + "x" * 40)
 @example("Ａ\u0301e\u0301\u212b 'S 's 1234567 \r\n\n  \t x/y//z")  # NFC, contractions, digits, breaks
-def test_both_encoders_equal_the_reference_for_any_text(reference, s):
-    for name in ("cl100k_base", "o200k_base", "llama3", "qwen"):
+def test_both_encoders_equal_the_reference_for_any_text(reference, both_encoders, s):
+    for name, (warm, fast) in both_encoders.items():
         ids = _ref_ids(reference, name, encoders._clean(s))
-        assert len(encoders._quick_to_build(name)(s)) == len(ids)
-        assert encoders.Encoder(name)._fast()(s) == len(ids)
+        assert len(warm(s)) == len(ids)
+        assert fast(s) == len(ids)
 
 
 def test_a_run_moves_to_quicktok_after_switch_chars_with_the_same_counts(reference, monkeypatch):
@@ -189,7 +196,7 @@ def test_a_run_moves_to_quicktok_after_switch_chars_with_the_same_counts(referen
         enc = encoders.Encoder(name)
         assert enc.count == enc._count_warm
         counts = [enc.count(s) for s in texts]
-        assert enc.count != enc._count_warm and not hasattr(enc, "_warm")  # switched, the warm one let go
+        assert enc.count != enc._count_warm and enc._warm is None  # switched, the warm one let go
         assert counts == [len(_ref_ids(reference, name, s)) for s in texts]
 
 

@@ -116,20 +116,22 @@ class Encoder:
     def __init__(self, name: str) -> None:
         self.name = name
         self._left = SWITCH_CHARS
-        warm = _quick_to_build(name)
-        if warm is None:
-            self.count: Callable[[str], int] = self._fast()
-        else:
-            self._warm = warm
-            self.count = self._count_warm
+        try:
+            self._warm = _quick_to_build(name)
+        except Exception:  # noqa: BLE001  tiktoken could not build it: quicktok counts from the start
+            self._warm = None
+        self.count: Callable[[str], int] = self._fast() if self._warm is None else self._count_warm
 
     def _count_warm(self, s: str) -> int:
+        warm = self._warm
+        if warm is None:  # another thread switched meanwhile
+            return self.count(s)
         self._left -= len(s)
         if self._left < 0:
-            self.count = fast = self._fast()
-            del self._warm
-            return fast(s)
-        return len(self._warm(s))  # tiktoken's encode_ordinary cleans lone surrogates itself
+            self.count = self._fast()
+            self._warm = None  # let the quick-to-build encoder go
+            return self.count(s)
+        return len(warm(s))  # tiktoken's encode_ordinary cleans lone surrogates itself
 
     def _fast(self) -> Callable[[str], int]:
         count: Callable[[str], int] = quicktok_tokenizer(self.name).count
