@@ -20,6 +20,7 @@ from test_openai_backend import SECRET, run, write_convs
 
 from compactor_cli.backends import SummaryRequest
 from compactor_cli.backends.openai_backend import (
+    ANTI_LOOP_PENALTY,
     ECHOED_SECRET,
     REPAIR_OMITTED,
     SUMMARY_SCHEMA,
@@ -214,7 +215,10 @@ def test_recorded_answers_replay(runner, tmp_path, repair, summarized):
             if item["status"] == "SUMMARIZE_FAILED":
                 assert "(after a repair turn)" in item["error"]
     assert replay.repairs == 6  # one repair turn for each conversation the answers alone could not summarise
-    assert len(server.requests) == 23 + 6
+    # the two recorded answers cut off at the token limit are asked again once (frequency_penalty);
+    # the replay answers as recorded, so they are cut off again
+    cut = sum(1 for e in recording() if e["response"]["choices"][0].get("finish_reason") == "length")
+    assert cut == 2 and len(server.requests) == 23 + cut + 6
 
 
 def test_without_repair_tolerant_reading_alone_summarises_what_is_complete():
@@ -233,7 +237,7 @@ def test_recorded_answers_behind_a_server_without_structured_output(runner, tmp_
     assert [i["status"] for i in doc["items"]].count("SUMMARIZED") == 9
     assert replay.unmatched == 0
     assert sum("response_format" in r for r in server.requests) == 1  # once per run, not per conversation
-    assert len(server.requests) == 1 + 23 + 6
+    assert len(server.requests) == 1 + 23 + 2 + 6  # the two cut-off answers asked again once
     (line,) = [x for x in res.stderr.splitlines() if "structured output" in x]
     assert line.startswith("warning: the server rejected structured output as json_schema (server error 400")
     assert line.endswith("--structured auto asks for markdown for the rest of this run")
@@ -280,16 +284,58 @@ def test_a_repair_turn_asks_for_exactly_the_missing_sections_in_the_same_chat(ru
 
 
 def test_a_cut_off_answer_loses_its_last_section_and_is_rewritten_shorter(runner, tmp_path):
+    """Cut off at the token limit: asked again once with frequency_penalty (a loop, most often);
+    cut off again: the repair turn, with the penalty too."""
     cut = summary_text().rsplit(" of the planted facts", 1)[0]  # stops inside tone_context
     replies = {2: Reply(content=cut, finish_reason="length"), 4: Reply(content=summary_text("a shorter summary"))}
     with ChatServer(lambda req: replies[len(req["messages"])]) as server:
         res, out, doc = run(runner, server, write_convs(tmp_path)[0], tmp_path, "--structured", "markdown",
                             "--max-summary-tokens", "300")
-        repair = server.requests[1]["messages"][3]["content"]
+        first, again, repair_req = server.requests
+    assert "frequency_penalty" not in first
+    assert again["frequency_penalty"] == ANTI_LOOP_PENALTY and again["messages"] == first["messages"]
+    assert repair_req["frequency_penalty"] == ANTI_LOOP_PENALTY
+    repair = repair_req["messages"][3]["content"]
     assert doc["items"][0]["status"] == "SUMMARIZED"
     assert "your answer was cut off at the token limit" in repair and "lacks the section tone_context" in repair
     assert "Write the whole summary again" in repair and f"at most {300 - NOTE_TOKENS} tokens" in repair
     assert "tone_context of a shorter summary" in read_jsonl(out)[0]["messages"][0]["content"]
+
+
+def test_a_loop_broken_by_the_penalty_needs_no_repair_turn():
+    looping = "## overview\n" + "The agent looks up the reservation. " * 200
+
+    def respond(req: dict) -> Reply:
+        if "frequency_penalty" in req:
+            return Reply(content=summary_text("the reservation"))
+        return Reply(content=looping, finish_reason="length")
+
+    head = [{"role": "user", "content": f"step {i} " + "words " * 40} for i in range(6)]
+    with ChatServer(respond) as server:
+        got = _summarize(_backend(server, structured="markdown"), SummaryRequest(head, "", 600))
+    assert got.calls == 2 and not got.repaired and "overview of the reservation" in got.text
+
+
+def test_a_server_that_refuses_frequency_penalty_is_asked_without_it_for_the_rest_of_the_run():
+    """OpenAI's reasoning models refuse frequency_penalty (400 naming it): the cut-off answer
+    goes to the repair turn as before, and no later request carries the penalty."""
+    def respond(req: dict) -> Reply:
+        if "frequency_penalty" in req:
+            return Reply(status=400, error="Unsupported parameter: 'frequency_penalty' is not supported with this model.")
+        if len(req["messages"]) == 2:
+            return Reply(content=summary_text().rsplit(" of the planted facts", 1)[0], finish_reason="length")
+        return Reply(content=summary_text("a shorter summary"))
+
+    head = [{"role": "user", "content": f"step {i} " + "words " * 40} for i in range(6)]
+    with ChatServer(respond) as server:
+        backend = _backend(server, structured="markdown")
+        got = _summarize(backend, SummaryRequest(head, "", 600))
+        again = _summarize(backend, SummaryRequest(head, "", 600))
+        bodies = server.requests
+    assert got.repaired and "tone_context of a shorter summary" in got.text and again.repaired
+    # first run: the answer, the refused re-ask and the same request without the penalty, the
+    # repair; second run: the answer and the repair, never the penalty again
+    assert [("frequency_penalty" in b) for b in bodies] == [False, True, False, False, False, False]
 
 
 def test_a_repair_answer_that_still_fails_fails_the_conversation_unchanged(runner, tmp_path):
@@ -312,7 +358,8 @@ def test_a_repair_answer_that_still_fails_fails_the_conversation_unchanged(runne
         item = doc["items"][0]
         assert item["status"] == "SUMMARIZE_FAILED" and reasons[name] in item["error"], (name, item)
         assert out.read_bytes() == src.read_bytes(), name
-        assert len(server.requests) == 2, name  # one repair turn, never a second
+        # one repair turn, never a second (a cut-off answer is asked again once first)
+        assert len(server.requests) == (3 if name == "cut off twice" else 2), name
         assert SECRET not in out.read_text() + (tmp_path / "report.json").read_text() + res.stderr
 
 

@@ -18,7 +18,7 @@ import pytest
 from helpers import FIXTURES
 from llm import server as llm
 
-from compactor_cli.backends.openai_backend import _window_of
+from compactor_cli.backends.openai_backend import ANTI_LOOP_PENALTY, RESPONSE_FORMATS, _window_of
 from compactor_cli.backends.sections import SECTIONS, parse_sections
 from compactor_cli.model.conversation import check_pairing
 
@@ -74,6 +74,17 @@ def test_the_real_server_refuses_json_schema_as_the_issue_says(model_server):
     status, _ = llm.chat(model_server.base_url, {**body, "response_format": {"type": "json_object", "schema": {
         "type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}}, "max_tokens": 12})
     assert status == 200
+
+
+def test_the_real_server_takes_the_anti_loop_penalty_with_the_schema(model_server):
+    """An answer cut off at the token limit (a loop, with this model) is asked again with
+    frequency_penalty beside the json_object schema: the server takes both."""
+    body = {"model": "local", "messages": [{"role": "user", "content": "Summarise: the user booked flight HAT136."}],
+            "max_tokens": 8, "temperature": 0, "seed": 0, "response_format": RESPONSE_FORMATS["json_object"]}
+    status, answer = llm.chat(model_server.base_url, body)
+    assert status == 200 and answer["choices"][0]["finish_reason"] == "length"
+    status, answer = llm.chat(model_server.base_url, {**body, "frequency_penalty": ANTI_LOOP_PENALTY})
+    assert status == 200 and answer["choices"][0]["message"]["content"].startswith("{")
 
 
 def test_defaults_summarise_a_real_run_with_the_negotiated_dialect(model_server, check_server, tmp_path):

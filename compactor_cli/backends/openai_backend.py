@@ -72,6 +72,10 @@ JSON_RULES = (
     "Answer with one JSON object only, no other text, with exactly these eight string fields: "
     + ", ".join(SECTIONS) + ". Each field holds plain text or '- ' bullet lines, no headings; write '(none)' in a "
     "field with nothing to say. Stay within {budget} tokens in total.")
+#: frequency_penalty of the requests that follow an answer cut off at the token limit: small
+#: models at temperature 0 fall into loops (the same sentence until max_tokens); this breaks them
+#: (bench/README.md: Qwen2.5-Coder-0.5B on tau-bench)
+ANTI_LOOP_PENALTY = 0.5
 JSON_OVERHEAD = 100  # answer tokens allowed beyond the budget for the JSON keys, quotes and escapes
 SUMMARY_SCHEMA = {"type": "object", "properties": {s: {"type": "string"} for s in SECTIONS},
                   "required": list(SECTIONS), "additionalProperties": False}
@@ -125,6 +129,7 @@ class _Tally:
 
     calls: int = 0
     repaired: bool = False
+    looped: bool = False  # an answer ran to the token limit: later requests discourage repetition
 
 
 class _Rejected(Exception):
@@ -202,6 +207,7 @@ class OpenAIBackend:
         self._stopped: str | None = None  # why the run stopped sending
         self._learnt_window = False  # input_tokens came from the server's error
         self._refused: set[str] = set()  # structured modes the server refused in this run
+        self._no_penalty = False  # the server refused frequency_penalty: never sent again this run
         self._agreed = False  # the server answered a request (auto: the dialect is settled)
         self._first: asyncio.Lock | None = None  # one structured request at a time until then
 
@@ -250,6 +256,20 @@ class OpenAIBackend:
 
     async def _complete(self, messages: list[dict[str, Any]], max_tokens: int, mode: str,
                         tally: _Tally) -> tuple[str, str | None]:
+        """(text, finish reason) of one chat completion. An answer cut off at the token limit is
+        most often a loop (a small model at temperature 0 repeating a sentence until max_tokens):
+        it is asked again once, and every later request of this conversation, with
+        ANTI_LOOP_PENALTY, before any repair turn sees it."""
+        text, finish = await self._request(messages, max_tokens, mode, tally)
+        if finish == "length" and not tally.looped and not self._no_penalty:
+            tally.looped = True
+            again, finish_again = await self._request(messages, max_tokens, mode, tally)
+            if not self._no_penalty:  # the server took the penalty: its answer stands
+                return again, finish_again
+        return text, finish
+
+    async def _request(self, messages: list[dict[str, Any]], max_tokens: int, mode: str,
+                       tally: _Tally) -> tuple[str, str | None]:
         """One chat completion with retries for transient failures. Returns (text, finish
         reason); counts requests in ``tally``. A JSON mode sends its ``response_format``; a
         refusal of it raises _Rejected (auto) or BackendError at once, never retried."""
@@ -263,6 +283,8 @@ class OpenAIBackend:
             kwargs["seed"] = self.opts.seed
         if _is_json_mode(mode):
             kwargs["response_format"] = RESPONSE_FORMATS[mode]
+        if tally.looped and not self._no_penalty:
+            kwargs["frequency_penalty"] = ANTI_LOOP_PENALTY
         attempt = 0
         while True:
             attempt += 1
@@ -300,6 +322,11 @@ class OpenAIBackend:
                         raise _Rejected(mode, reason) from None
                     raise BackendError(f"{reason} (the server does not take --structured {mode}: use --structured "
                                        "auto to negotiate what it takes)") from None
+                if ("frequency_penalty" in kwargs and exc.status_code in REJECT_STATUSES
+                        and "frequency_penalty" in reason):  # e.g. reasoning models: sent without it
+                    self._no_penalty = True
+                    del kwargs["frequency_penalty"]
+                    continue
                 retryable = exc.status_code in (408, 409, 429) or exc.status_code >= 500
             except openai.APIConnectionError as exc:  # timeouts included
                 retryable, reason, wait = True, self._describe(exc), None
