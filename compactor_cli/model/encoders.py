@@ -1,20 +1,23 @@
 """The encoders behind TokenCounter: exact, offline, and quick to start.
 
-quicktok-v1 ships the four vocabularies and the fastest encoder, but building its tokenizer is
-0.4-1 s of C++ that holds the GIL (o200k_base the longest): more than a whole small run. tiktoken
-builds a BPE encoder on the same ranks in a fraction of that and encodes at about a quarter of
-quicktok's speed. So each encoding starts with tiktoken's BPE on quicktok's own ranks (read from
-the .vocab file quicktok ships) under the encoding's published pattern, and moves to quicktok once
-it has encoded SWITCH_CHARS characters, where quicktok's build has paid for itself. Both give the
-same ids (tests/test_encodings.py compares each with tiktoken's official constructors and with
-the other), so a count never depends on which encoder made it. Where the ranks cannot be read
-as expected (a quicktok release with another file layout) or tiktoken is missing, quicktok is
-built at once: slower to start, never a different count.
+tiktoken is the reference (it is OpenAI's own tokenizer, and Meta's and Qwen's constructions
+are tiktoken-rank BPE); quicktok-v1 ships the four vocabularies and an encoder about five times
+faster, whose ids equal tiktoken's wherever both read the characters alike. Each encoding is
+counted by tiktoken's BPE on quicktok's own ranks (read from the .vocab file quicktok ships)
+under the encoding's published pattern, built in 0.15-0.3 s, and, once a run has counted
+SWITCH_CHARS characters, by quicktok for every text inside BOTH_AGREE (building quicktok takes
+0.3-0.8 s, more than a whole small run, so a small run never pays for it). Texts outside
+BOTH_AGREE stay with tiktoken: quicktok's Unicode tables are newer than tiktoken's, and letters
+added in recent Unicode versions count differently (U+323B0 followed by "'s": 6 tokens in
+tiktoken, 5 in quicktok). So a count never depends on which encoder made it, and always equals
+tiktoken's. Where the ranks cannot be read as expected (a quicktok release with another file
+layout) or tiktoken cannot build the encoder, quicktok counts everything from the start.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import struct
 import unicodedata
 from collections.abc import Callable
@@ -45,6 +48,19 @@ SPECS: dict[str, tuple[str, str, str, bool]] = {
              r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
              r"|\s*[\r\n]+|\s+(?!\S)|\s+", True),
 }
+
+#: Texts both encoders read alike: made only of characters assigned by Unicode 10 (older than any
+#: table in play: Python 3.10's unicodedata is Unicode 13) in blocks without later additions that
+#: are letters, marks or digits, whose NFC is fixed (the normalisation stability policy), so
+#: tiktoken's tables, quicktok's and this Python's unicodedata agree on them. Emoji and
+#: other symbols are never letters, marks or digits, so new ones do not matter. Any other text
+#: (CJK extensions, scripts with characters added since, unassigned code points, lone
+#: surrogates) is counted by tiktoken, the reference.
+BOTH_AGREE = re.compile(
+    "[\x00-\u0377\u037a-\u037f\u0384-\u038a\u038c\u038e-\u03a1\u03a3-\u04ff"
+    "\u2000-\u2064\u2066-\u206f\u20a0-\u20bf\u2190-\u23ff\u2500-\u27bf"
+    "\u3000-\u303f\u3041-\u3096\u3099-\u30ff\u4e00-\u9fea\uac00-\ud7a3"
+    "\uff01-\uff60\U0001f300-\U0001f64f\U0001f680-\U0001f6c5]*")
 
 _quicktok: dict[str, Any] = {}
 _encoders: dict[str, Encoder] = {}
@@ -110,28 +126,37 @@ def _quick_to_build(name: str) -> Callable[[str], list[int]] | None:
 
 
 class Encoder:
-    """Counts tokens of texts in one encoding; ``count`` starts quick-to-build and becomes
-    quicktok's after SWITCH_CHARS characters (see the module's docstring)."""
+    """Counts tokens of texts in one encoding (see the module's docstring): ``count``."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self._left = SWITCH_CHARS
         try:
-            self._warm = _quick_to_build(name)
+            self._reference = _quick_to_build(name)
         except Exception:  # noqa: BLE001  tiktoken could not build it: quicktok counts from the start
-            self._warm = None
-        self.count: Callable[[str], int] = self._fast() if self._warm is None else self._count_warm
+            self._reference = None
+        self._quick: Callable[[str], int] | None = None
+        self.count: Callable[[str], int] = self._fast() if self._reference is None else self._count_before_switch
 
-    def _count_warm(self, s: str) -> int:
-        warm = self._warm
-        if warm is None:  # another thread switched meanwhile
-            return self.count(s)
-        self._left -= len(s)
-        if self._left < 0:
-            self.count = self._fast()
-            self._warm = None  # let the quick-to-build encoder go
-            return self.count(s)
-        return len(warm(s))  # tiktoken's encode_ordinary cleans lone surrogates itself
+    def _count_before_switch(self, s: str) -> int:
+        reference = self._reference
+        assert reference is not None
+        if s.isascii() or BOTH_AGREE.fullmatch(s):
+            self._left -= len(s)
+            if self._left < 0:
+                self._quick = self._fast()
+                self.count = self._count_after_switch
+                return self._quick(s)
+        return len(reference(s))  # tiktoken's encode_ordinary cleans lone surrogates itself
+
+    def _count_after_switch(self, s: str) -> int:
+        if s.isascii() or BOTH_AGREE.fullmatch(s):
+            quick = self._quick
+            assert quick is not None
+            return quick(s)
+        reference = self._reference
+        assert reference is not None
+        return len(reference(s))
 
     def _fast(self) -> Callable[[str], int]:
         count: Callable[[str], int] = quicktok_tokenizer(self.name).count
