@@ -94,3 +94,62 @@ def test_any_decimal_is_written_back_with_its_value(texts, form):
     raw = ("[" + ",".join(texts) + "]").encode()
     back = dump_bytes(parse_exact(raw), form, exact=True)
     assert json.loads(back, parse_float=Decimal) == [Decimal(t) for t in texts]
+
+
+# ---------------------------------------------------------------- found by attacking the exact path
+
+MESSAGES = ('[{"role":"user","content":"hi"},{"role":"assistant","content":null,"tool_calls":[{"id":"c0",'
+            '"type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c0",'
+            '"content":[{"type":"text","text":"' + "x" * 800 + '","score":NUM}]},{"role":"assistant","content":"done"}]')
+
+
+@pytest.mark.parametrize("number", ["0.30000000000000001", "1e400", "123456789012345678901234567890"])
+def test_a_repeated_key_is_refused_beside_a_number_only_the_exact_reader_holds(tmp_path, number):
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(('{"dup":1,"dup":2,"x":' + number + ',"messages":' + MESSAGES.replace("NUM", "1") + "}\n").encode())
+    proc = xcompact("toolcall", "--keep", "0", str(src), "-o", str(tmp_path / "out.jsonl"))
+    assert proc.returncode == 1 and b"the key 'dup' appears twice" in proc.stderr
+    assert (tmp_path / "out.jsonl").read_bytes() == src.read_bytes()
+
+
+def test_nan_beside_a_number_beyond_a_double_is_still_broken_json(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(('{"x":1e400,"y":NaN,"messages":' + MESSAGES.replace("NUM", "1") + "}\n").encode())
+    proc = xcompact("toolcall", "--keep", "0", str(src), "-o", str(tmp_path / "out.jsonl"))
+    assert proc.returncode == 1 and b"broken JSON: NaN is not a JSON value" in proc.stderr
+    assert b"Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("number", ["0.30000000000000001", "1e400", "123456789012345678901234567890"])
+def test_extract_prints_the_number_as_stored(tmp_path, number):
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_bytes(('{"messages":' + MESSAGES.replace("NUM", number) + "}\n").encode())
+    assert xcompact("toolcall", "--keep", "0", "-q", str(src), "-o", str(out)).returncode == 0
+    proc = xcompact("extract", "c0", str(out))
+    assert proc.returncode == 0 and f'"score":{number}'.encode() in proc.stdout
+
+
+def test_a_claude_code_log_keeps_its_numbers(tmp_path):
+    from helpers import FIXTURES
+
+    src, out = tmp_path / "s.jsonl", tmp_path / "out.jsonl"
+    raw = (FIXTURES / "formats" / "claude_code_session.jsonl").read_bytes()
+    assert raw.count(b'"path":"src"}') == 1
+    src.write_bytes(raw.replace(b'"path":"src"}', b'"path":"src","n":0.30000000000000001}'))
+    assert xcompact("toolcall", "--keep", "0", "-q", str(src), "-o", str(out)).returncode == 0
+    assert b'\\"n\\":0.30000000000000001' in out.read_bytes()
+
+
+def test_an_integer_beyond_64_bits_in_an_anthropic_tool_input_is_compacted_and_restored(tmp_path):
+    record = ('{"model":"claude-3","max_tokens":100,"messages":[{"role":"user","content":"hi"},'
+              '{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":'
+              '{"x":123456789012345678901234567890,"y":0.30000000000000001}}]},{"role":"user","content":'
+              '[{"type":"tool_result","tool_use_id":"t1","content":"' + "y" * 800 + '"}]},'
+              '{"role":"assistant","content":"ok"},{"role":"user","content":"more"}]}\n')
+    src, out, back = tmp_path / "in.jsonl", tmp_path / "out.jsonl", tmp_path / "back.jsonl"
+    src.write_text(record)
+    proc = xcompact("toolcall", "--keep", "0", str(src), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert b'"input":{"x":123456789012345678901234567890,"y":0.30000000000000001}' in out.read_bytes()
+    assert xcompact("restore", "-q", str(out), "-o", str(back)).returncode == 0
+    assert decimals(back.read_bytes()) == decimals(src.read_bytes())

@@ -14,7 +14,6 @@ from ..engine import params as opt
 from ..engine.params import MAX_INT, options_of
 from ..engine.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from ..errors import InvalidInputError, UsageError, XCompactError
-from ..model.exact_numbers import orjson_default
 from ..version import __version__
 from . import launch
 from .convert import convert
@@ -130,9 +129,9 @@ def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no:
     Example:
       xcompact extract call_oIHazX6yQrB8hUwl4cRilFKj out.jsonl --line 1   (out.jsonl: see toolcall)
     """
-    import orjson
-
+    from ..files.exact import RISKY_NUMBER
     from ..formats import iter_records, parse_record
+    from ..formats.base import jdump
     from ..tiers.toolcall import extract_tool_result
 
     found = []
@@ -149,7 +148,8 @@ def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no:
             if line_no is not None and rec.line not in (line_no, None):
                 continue
             try:
-                dump, codec = parse_record(rec.raw, input_format, source=rec.source, line=rec.line)
+                dump, codec = parse_record(rec.raw, input_format, exact=RISKY_NUMBER.search(rec.raw) is not None,
+                                           source=rec.source, line=rec.line)
                 fatal = [p for p in codec.problems(dump) if p.fatal]  # shapes checked before any lookup
                 if fatal:
                     raise InvalidInputError(fatal[0].message, fatal[0].pointer)
@@ -184,7 +184,7 @@ def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no:
     if isinstance(content, str):
         sys.stdout.write(content if content.endswith("\n") else content + "\n")
     else:
-        sys.stdout.buffer.write(orjson.dumps(content, default=orjson_default) + b"\n")
+        sys.stdout.write(jdump(content) + "\n")  # every number as stored (beyond 64 bits, long decimals)
     sys.exit(EXIT_FAILED if errors else EXIT_OK)
 
 

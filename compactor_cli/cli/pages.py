@@ -136,13 +136,15 @@ def _view(input_path: str, line_no: int | None, input_format: str, history: str,
 
 
 def _build(rec: Record, input_format: str, history: str, encoding: str) -> ShownConversation:
+    from ..files.exact import RISKY_NUMBER
     from ..formats import parse_record
     from ..formats.base import conversation_model
     from ..model.tokens import Counters
     from ..pages.conversation import view_of
 
     try:
-        dump, codec = parse_record(rec.raw, input_format, source=rec.source, line=rec.line, history=history)
+        dump, codec = parse_record(rec.raw, input_format, exact=RISKY_NUMBER.search(rec.raw) is not None,
+                                   source=rec.source, line=rec.line, history=history)
     except InvalidInputError as exc:
         raise InvalidInputError(f"{rec.where}: {exc}") from None
     fatal = [p for p in codec.problems(dump) if p.fatal]

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import BackendError, InvalidInputError
+from ..files.exact import RISKY_NUMBER, duplicated_keys
 from ..files.records import NeedsExactParse, Record, dump_bytes, lossless_problems
 from ..formats import Codec, parse_record
 from ..formats.base import conversation_model
@@ -142,9 +143,9 @@ def _lossless(rec: Record, original: Any, exact: bool) -> list[str]:
     Raises _NeedsExact when the fast parse lost a number, InvalidInputError when the record cannot
     be written at all."""
     if exact:
-        return []
+        return duplicated_keys(rec.raw)
     needs_exact, duplicates = lossless_problems(rec.raw, original)
-    if needs_exact:
+    if needs_exact and not duplicates:
         raise _NeedsExact
     return duplicates
 
@@ -200,6 +201,8 @@ def _finish(rec: Record, settings: Settings, chosen: tuple[TokenCounter | None, 
     out: bytes | None = None
     writes = settings.write_output or settings.dry_run  # --dry-run: made and measured, not written
     if writes and (changed or codec.lossy):  # a log is written as the dump it was read into
+        if codec.lossy and not exact and RISKY_NUMBER.search(rec.raw):
+            raise _NeedsExact  # a log's numbers are read exactly too (the check below is for requests)
         duplicates = [] if codec.lossy else _lossless(rec, codec.original, exact)
         if duplicates:
             raise _duplicates_error(duplicates)

@@ -60,10 +60,26 @@ class ExactReader:
                 seen.add(key)
         return obj
 
+    @staticmethod
+    def parse_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON value")  # Python's json takes NaN and Infinity; JSON does not
+
     def loads(self, raw: bytes) -> Any:
+        """The value of ``raw``; ValueError when it is not JSON (NaN, Infinity included)."""
         text = raw.decode("utf-8")
         return json.loads(text[1:] if text.startswith("\ufeff") else text, parse_int=self.parse_int,
-                          parse_float=self.parse_float, object_pairs_hook=self.pairs)
+                          parse_float=self.parse_float, parse_constant=self.parse_constant,
+                          object_pairs_hook=self.pairs)
+
+
+def duplicated_keys(raw: bytes) -> list[str]:
+    """The keys that appear twice in one object of ``raw`` (read exactly)."""
+    reader = ExactReader()
+    try:
+        reader.loads(raw)
+    except (ValueError, RecursionError):
+        return []
+    return reader.duplicates
 
 
 def dumps_exact(obj: Any, form: str) -> bytes:

@@ -92,6 +92,8 @@ def parse_exact(raw: bytes) -> Any:
         return ExactReader().loads(raw)
     except RecursionError:
         raise InvalidInputError("nests too deeply to be read exactly") from None
+    except ValueError as exc:  # NaN or Infinity beside a number only the exact reader holds; a 4300+ digit integer
+        raise InvalidInputError(f"broken JSON: {str(exc).splitlines()[0]}") from None
 
 
 def lossless_problems(raw: bytes, parsed: Any) -> tuple[bool, list[str]]:

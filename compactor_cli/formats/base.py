@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from ..errors import InvalidInputError
-from ..files.exact import RISKY_NUMBER, ExactReader
+from ..files.exact import RISKY_NUMBER, ExactReader, dumps_exact
 from ..model.conversation import Problem
 from ..model.exact_numbers import orjson_default
 from ..model.format_names import FILE_LEVEL, FORMATS, LOG_FORMATS, REQUEST_FORMATS  # noqa: F401  (read from here too)
@@ -43,7 +43,12 @@ OWNED_KEYS = ("tokens_used", "compacted_tool_results", "summarized_messages", "c
 
 def jdump(obj: Any) -> str:
     """Compact JSON text of ``obj`` (keys in their order, non-ASCII kept)."""
-    return orjson.dumps(obj, default=orjson_default).decode()
+    try:
+        return orjson.dumps(obj, default=orjson_default).decode()
+    except orjson.JSONEncodeError as exc:
+        if "64-bit" not in str(exc):
+            raise
+        return dumps_exact(obj, "jsonl").decode()[:-1]  # an integer beyond 64 bits, written exactly
 
 
 def jload(text: str) -> Any:
