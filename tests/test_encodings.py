@@ -151,30 +151,30 @@ def test_quicktok_ids_equal_tiktoken_on_the_real_transcripts(reference):
     _assert_equal_ids(reference, texts)
 
 
-def _assert_quick_to_build_equal(reference, texts: list[str]) -> None:
+def _assertreference_encoder_equal(reference, texts: list[str]) -> None:
     """The encoder a run starts with (tiktoken's BPE on quicktok's ranks, model/encoders.py)
     gives the reference ids too, so a count does not depend on when quicktok took over."""
     for name in ("cl100k_base", "o200k_base", "llama3", "qwen"):
-        warm = encoders._quick_to_build(name)
+        warm = encoders.reference_encoder(name)
         assert warm is not None, f"{name}: quicktok's ranks could not be read"
         bad = [s[:60] for s in texts if warm(s) != _ref_ids(reference, name, s)]
         assert not bad, f"{name}: {len(bad)} of {len(texts)} texts differ, e.g. {bad[:3]}"
 
 
-def test_the_quick_to_build_encoder_equals_tiktoken_on_the_bundled_transcripts(reference):
-    _assert_quick_to_build_equal(reference, _texts(BUNDLED))
+def test_thereference_encoder_encoder_equals_tiktoken_on_the_bundled_transcripts(reference):
+    _assertreference_encoder_equal(reference, _texts(BUNDLED))
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason=f"the real transcripts beside the project ({SHARED}) are not "
                     "here (a clean clone): the bundled fixtures' part runs instead")
-def test_the_quick_to_build_encoder_equals_tiktoken_on_the_real_transcripts(reference):
-    _assert_quick_to_build_equal(reference, _texts(sorted(SHARED.glob("*.jsonl"))))
+def test_thereference_encoder_encoder_equals_tiktoken_on_the_real_transcripts(reference):
+    _assertreference_encoder_equal(reference, _texts(sorted(SHARED.glob("*.jsonl"))))
 
 
 @pytest.fixture(scope="module")
 def both_encoders() -> dict:
-    """name -> (the quick-to-build encoder, quicktok's count), each built once."""
-    return {name: (encoders._quick_to_build(name), encoders.Encoder(name)._fast())
+    """name -> (the reference encoder, quicktok's count), each built once."""
+    return {name: (encoders.reference_encoder(name), encoders.Encoder(name)._fast())
             for name in ("cl100k_base", "o200k_base", "llama3", "qwen")}
 
 
@@ -183,7 +183,7 @@ def both_encoders() -> dict:
 @example("a\ud800b \udfff" + "x" * 40)
 @example("Ａ\u0301e\u0301\u212b 'S 's 1234567 \r\n\n  \t x/y//z")  # NFC, contractions, digits, breaks
 def test_both_encoders_equal_the_reference_for_any_text(reference, both_encoders, s):
-    """The quick-to-build encoder is the reference for any text; quicktok is, for the texts the
+    """The reference encoder equals tiktoken.s official constructors for any text; quicktok is, for the texts the
     run gives it (BOTH_AGREE)."""
     for name, (warm, fast) in both_encoders.items():
         ids = _ref_ids(reference, name, encoders._clean(s))

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from importlib.util import find_spec
 from typing import Any
 
-#: Characters encoded with the quick-to-build encoder before quicktok is built: about 0.2 s of
+#: Characters the reference encoder counts before quicktok is built: about 0.2 s of
 #: tiktoken's encoding, less than quicktok's build (0.3-0.8 s), so a small run never pays for
 #: the build and a large one pays at most that much more than building quicktok first.
 SWITCH_CHARS = 2 * 2**20
@@ -104,7 +104,7 @@ def read_ranks(path: str) -> dict[bytes, int] | None:
     return ranks
 
 
-def _quick_to_build(name: str) -> Callable[[str], list[int]] | None:
+def reference_encoder(name: str) -> Callable[[str], list[int]] | None:
     """tiktoken's BPE on quicktok's ranks for ``name``, or None when it cannot be made exactly so."""
     spec = find_spec("quicktok")
     if spec is None or not spec.submodule_search_locations:
@@ -132,7 +132,7 @@ class Encoder:
         self.name = name
         self._left = SWITCH_CHARS
         try:
-            self._reference = _quick_to_build(name)
+            self._reference = reference_encoder(name)
         except Exception:  # noqa: BLE001  tiktoken could not build it: quicktok counts from the start
             self._reference = None
         self._quick: Callable[[str], int] | None = None
