@@ -151,7 +151,7 @@ def test_quicktok_ids_equal_tiktoken_on_the_real_transcripts(reference):
     _assert_equal_ids(reference, texts)
 
 
-def _assertreference_encoder_equal(reference, texts: list[str]) -> None:
+def _assert_reference_encoder_equal(reference, texts: list[str]) -> None:
     """The encoder a run starts with (tiktoken's BPE on quicktok's ranks, model/encoders.py)
     gives the reference ids too, so a count does not depend on when quicktok took over."""
     for name in ("cl100k_base", "o200k_base", "llama3", "qwen"):
@@ -161,14 +161,14 @@ def _assertreference_encoder_equal(reference, texts: list[str]) -> None:
         assert not bad, f"{name}: {len(bad)} of {len(texts)} texts differ, e.g. {bad[:3]}"
 
 
-def test_thereference_encoder_encoder_equals_tiktoken_on_the_bundled_transcripts(reference):
-    _assertreference_encoder_equal(reference, _texts(BUNDLED))
+def test_the_reference_encoder_equals_tiktoken_on_the_bundled_transcripts(reference):
+    _assert_reference_encoder_equal(reference, _texts(BUNDLED))
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason=f"the real transcripts beside the project ({SHARED}) are not "
                     "here (a clean clone): the bundled fixtures' part runs instead")
-def test_thereference_encoder_encoder_equals_tiktoken_on_the_real_transcripts(reference):
-    _assertreference_encoder_equal(reference, _texts(sorted(SHARED.glob("*.jsonl"))))
+def test_the_reference_encoder_equals_tiktoken_on_the_real_transcripts(reference):
+    _assert_reference_encoder_equal(reference, _texts(sorted(SHARED.glob("*.jsonl"))))
 
 
 @pytest.fixture(scope="module")
