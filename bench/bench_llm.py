@@ -130,6 +130,25 @@ def run_set(name: str, path: str, runs: int, url: str, check_url: str, work: str
             "summary_tokens": [items[i].get("summary_tokens") for i in summarized], "exit": res.returncode}
 
 
+def print_table(results: list[dict]) -> None:
+    """The markdown table of bench/README.md. NOTHING_TO_CONDENSE (a head smaller than any summary
+    of it) is not a failure; success is SUMMARIZED among the runs that are not that."""
+    print("| data set | runs | SUMMARIZED | nothing to condense | failed | repaired | model calls / summary | "
+          "s / run | pairing valid | accepted by the server (inputs) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        small = sum(1 for f in r["failures"] if f[1] == "NOTHING_TO_CONDENSE")
+        failed = r["runs"] - r["summarized"] - small
+        print(f"| {SETS[r['set']]} | {r['runs']} | {r['summarized']} | {small} | {failed} | {r['repaired']} | "
+              f"{r['calls_per_summary']:.2f} | {r['seconds_per_summary']:.0f} | {r['pairing_ok']}/{r['summarized']} | "
+              f"{r['accepted']}/{r['summarized']} ({r['inputs_accepted']}/{r['summarized']}) |")
+    runs = sum(r["runs"] for r in results)
+    ok = sum(r["summarized"] for r in results)
+    small = sum(1 for r in results for f in r["failures"] if f[1] == "NOTHING_TO_CONDENSE")
+    print(f"| all | {runs} | {ok} ({100 * ok / max(1, runs - small):.0f}% of {runs - small} with room for a summary) "
+          f"| {small} | {runs - ok - small} | | | | | |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data"))
@@ -140,9 +159,13 @@ def main() -> None:
     ap.add_argument("--min-head", type=int, default=MIN_HEAD, help="messages a head needs to be measured")
     ap.add_argument("--n-ctx", type=int, default=8192, help="the server's context window (Qwen2.5-Coder takes 32768)")
     ap.add_argument("--smallest", default="", help="sets (e.g. cc) whose runs are those with the smallest heads")
+    ap.add_argument("--table", nargs="+", metavar="JSON", help="only print the table of earlier --json files")
     ap.add_argument("--accept-only", action="store_true",
                     help="only check, in --work, which outputs (and inputs) the server takes as chat requests")
     args = ap.parse_args()
+    if args.table:
+        print_table([r for path in args.table for r in orjson.loads(open(path, "rb").read())])
+        return
     if args.accept_only:
         with llm.start(n_ctx=256) as check:
             for key in args.sets.split(","):
@@ -159,16 +182,7 @@ def main() -> None:
                         key in args.smallest.split(","), args.min_head)
             results.append(r)
             print(orjson.dumps(r).decode(), file=sys.stderr, flush=True)
-    print("| data set | runs | SUMMARIZED | repaired | model calls / summary | s / summary | pairing valid | "
-          "accepted by the server (inputs) |")
-    print("|---|---|---|---|---|---|---|---|")
-    for r in results:
-        print(f"| {SETS[r['set']]} | {r['runs']} | {r['summarized']} | {r['repaired']} | {r['calls_per_summary']:.1f} | "
-              f"{r['seconds_per_summary']:.0f} | {r['pairing_ok']}/{r['summarized']} | {r['accepted']}/{r['summarized']} "
-              f"({r['inputs_accepted']}/{r['summarized']}) |")
-    total = sum(r["runs"] for r in results)
-    ok = sum(r["summarized"] for r in results)
-    print(f"| all | {total} | {ok} ({100 * ok / max(1, total):.0f}%) | | | | | |")
+    print_table(results)
     if args.json:
         with open(args.json, "wb") as fh:
             fh.write(orjson.dumps(results, option=orjson.OPT_INDENT_2))
