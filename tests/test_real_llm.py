@@ -144,7 +144,9 @@ def test_markdown_answers_of_the_real_model_are_valid_or_leave_the_input(model_s
                     "--max-summary-tokens", "300")
     (item,) = orjson.loads(report.read_bytes())["items"]
     assert set(posts(model_server)[before:]) == {"200"}  # markdown requests are taken as they are
-    assert item["model_calls"] in (1, 2)  # the answer, and at most one repair turn
+    # the answer, once more with the anti-loop penalty if it ran to the token limit, and at most
+    # one repair turn
+    assert item["model_calls"] in (1, 2, 3)
     if item["status"] == "SUMMARIZED":
         assert item["summary_tokens"] <= 300 and res.returncode == 0
         dump = orjson.loads(out.read_bytes())
