@@ -454,9 +454,13 @@ def test_a_json_answer_missing_a_field_is_repaired_in_json(runner, tmp_path):
         res, out, doc = run(runner, server, write_convs(tmp_path)[0], tmp_path, "--structured", "json")
         first, repair = server.requests
     assert doc["items"][0]["status"] == "SUMMARIZED" and doc["items"][0]["model_calls"] == 2
-    assert "response_format" in repair and "lacks the section tone_context" in repair["messages"][3]["content"]
-    assert "one JSON object with exactly the eight fields" in repair["messages"][3]["content"]
-    assert "## tone_context\ntone_context of the fix" in read_jsonl(out)[0]["messages"][0]["content"]
+    # only the missing field is asked for, constrained to it; the fields written stay
+    assert "lacks the field tone_context" in repair["messages"][3]["content"]
+    assert repair["response_format"]["json_schema"]["schema"]["required"] == ["tone_context"]
+    assert repair["messages"][2]["content"] == orjson.dumps(
+        {s: v for s, v in orjson.loads(json_summary(drop=("tone_context",))).items()}).decode()
+    summary = read_jsonl(out)[0]["messages"][0]["content"]
+    assert "## tone_context\ntone_context of the fix" in summary and "overview of the fix" not in summary
 
 
 def test_a_server_that_ignores_response_format_is_still_read(runner, tmp_path):

@@ -46,6 +46,7 @@ from ..model.secrets import collect_secrets, contains_secret, mask_credentials, 
 from . import Answer, SummaryRequest
 from .cache import SummaryCache, cache_key
 from .config import OpenAIConfig
+from .salvage import drop_last_unit, salvaged_reading
 from .sections import SECTIONS, Reading, describe_problems, read_answer, render_sections, strip_thinking
 from .transcript import clip_text, render_head
 
@@ -88,6 +89,9 @@ RESPONSE_FORMATS: dict[str, dict[str, Any]] = {
     "json_object": {"type": "json_object", "schema": SUMMARY_SCHEMA},
 }
 RESPONSE_FORMAT = RESPONSE_FORMATS["json_schema"]
+#: repair turns that ask only for the fields still missing, each of which must add one
+MISSING_TURNS = 2
+ROOM_PER_FIELD = 40  # tokens a field asked for in a repair turn needs at least
 # statuses with which servers refuse a request they do not understand (llama-cpp-python: 500)
 REJECT_STATUSES = (400, 415, 422, 500, 501)
 _NAMES_FORMAT = re.compile(r"(?i)response_format|json_schema|json_object|response format|\bschema\b")
@@ -151,6 +155,18 @@ class _Window(Exception):
 def normalize_structured(value: str) -> str:
     """``json`` (the earlier name) is json_schema."""
     return "json_schema" if value == "json" else value
+
+
+def response_format(mode: str, fields: tuple[str, ...] = SECTIONS) -> dict[str, Any]:
+    """The ``response_format`` of a JSON mode, asking for ``fields`` (all eight, or those a
+    repair turn asks for)."""
+    if tuple(fields) == SECTIONS:
+        return RESPONSE_FORMATS[mode]
+    schema = {"type": "object", "properties": {s: {"type": "string"} for s in fields}, "required": list(fields),
+              "additionalProperties": False}
+    if mode == "json_object":
+        return {"type": "json_object", "schema": schema}
+    return {"type": "json_schema", "json_schema": {"name": "missing_sections", "strict": True, "schema": schema}}
 
 
 def _is_json_mode(mode: str) -> bool:
@@ -255,24 +271,25 @@ class OpenAIBackend:
             self.cache = None
 
     async def _complete(self, messages: list[dict[str, Any]], max_tokens: int, mode: str,
-                        tally: _Tally) -> tuple[str, str | None]:
+                        tally: _Tally, fields: tuple[str, ...] = SECTIONS) -> tuple[str, str | None]:
         """(text, finish reason) of one chat completion. An answer cut off at the token limit is
         most often a loop (a small model at temperature 0 repeating a sentence until max_tokens):
         it is asked again once, and every later request of this conversation, with
         ANTI_LOOP_PENALTY, before any repair turn sees it."""
-        text, finish = await self._request(messages, max_tokens, mode, tally)
+        text, finish = await self._request(messages, max_tokens, mode, tally, fields)
         if finish == "length" and not tally.looped and not self._no_penalty:
             tally.looped = True
-            again, finish_again = await self._request(messages, max_tokens, mode, tally)
+            again, finish_again = await self._request(messages, max_tokens, mode, tally, fields)
             if not self._no_penalty:  # the server took the penalty: its answer stands
                 return again, finish_again
         return text, finish
 
     async def _request(self, messages: list[dict[str, Any]], max_tokens: int, mode: str,
-                       tally: _Tally) -> tuple[str, str | None]:
+                       tally: _Tally, fields: tuple[str, ...] = SECTIONS) -> tuple[str, str | None]:
         """One chat completion with retries for transient failures. Returns (text, finish
-        reason); counts requests in ``tally``. A JSON mode sends its ``response_format``; a
-        refusal of it raises _Rejected (auto) or BackendError at once, never retried."""
+        reason); counts requests in ``tally``. A JSON mode sends its ``response_format`` (with
+        ``fields``, the sections asked for); a refusal of it raises _Rejected (auto) or
+        BackendError at once, never retried."""
         import openai
 
         client = self._get_client()
@@ -282,7 +299,7 @@ class OpenAIBackend:
         if self.opts.seed is not None:
             kwargs["seed"] = self.opts.seed
         if _is_json_mode(mode):
-            kwargs["response_format"] = RESPONSE_FORMATS[mode]
+            kwargs["response_format"] = response_format(mode, fields)
         if tally.looped and not self._no_penalty:
             kwargs["frequency_penalty"] = ANTI_LOOP_PENALTY
         attempt = 0
@@ -559,13 +576,75 @@ class OpenAIBackend:
                 f"this order: {', '.join(SECTIONS)}; '(none)' under a section with nothing to say; at most "
                 f"{max_tokens} tokens in total.")
 
+    def _read(self, text: str, finish: str | None, mode: str, max_tokens: int,
+              asked: tuple[str, ...] = SECTIONS) -> tuple[Reading, bool]:
+        """The answer's reading, and whether it was salvaged: a JSON answer cut off at the token
+        limit keeps its complete fields and the cut one up to where it loops, trimmed so that
+        the sections still missing have room (salvage.py)."""
+        reading = read_answer(text)
+        if finish != "length" or not _is_json_mode(mode) or (reading.sections and reading.form != "json"):
+            return reading, False
+        salvaged = salvaged_reading(text)
+        if salvaged is None:
+            return reading, False
+        reading, cut_field = salvaged
+        missing = [s for s in asked if s not in reading.sections]
+        limit = max_tokens - ROOM_PER_FIELD * len(missing)
+        while cut_field is not None and self.count(render_sections(reading.sections)) > limit:
+            shorter = drop_last_unit(reading.sections[cut_field])
+            if shorter:
+                reading.sections[cut_field] = shorter
+            else:
+                del reading.sections[cut_field]
+                reading.order.remove(cut_field)
+                cut_field = None
+        reading.missing = [s for s in SECTIONS if s not in reading.sections]
+        return reading, True
+
+    async def _fill_missing(self, kept: Reading, user: str, system: str, max_tokens: int, mode: str,
+                            tally: _Tally) -> dict[str, str]:
+        """Repair turns that ask only for the fields still missing (JSON modes), constrained to
+        those fields. The chat shows the fields kept, never a loop that was cut off."""
+        sections = dict(kept.sections)
+        for _ in range(MISSING_TURNS):
+            missing = tuple(s for s in SECTIONS if s not in sections)
+            room = max_tokens - self.count(render_sections(sections))
+            if not missing or room < ROOM_PER_FIELD * len(missing):
+                break
+            shown = orjson.dumps({s: sections[s] for s in SECTIONS if s in sections}).decode()
+            names = ", ".join(missing)
+            ask = (f"Your summary cannot be used yet: it lacks the field{'s' if len(missing) > 1 else ''} {names}. "
+                   f"Answer with one JSON object holding only {'those fields' if len(missing) > 1 else 'that field'} "
+                   f"({names}), in at most {room} tokens; '(none)' in a field with nothing to say. The fields "
+                   "you wrote stay as they are.")
+            out_tokens = room + 10 * len(missing) + 10
+            need = sum(self.count(t) + 4 for t in (system, user, shown, ask)) + out_tokens + OUTPUT_MARGIN
+            messages = _chat(system, user if need <= self.input_tokens else REPAIR_OMITTED) + [
+                {"role": "assistant", "content": shown}, {"role": "user", "content": ask}]
+            tally.repaired = True
+            text, finish = await self._complete(messages, out_tokens, mode, tally, missing)
+            got, _ = self._read(text, finish, mode, room + 10 * len(missing), missing)
+            new = {s: got.sections[s] for s in missing if s in got.sections}
+            if not new:
+                break
+            sections.update(new)
+        final = Reading({s: sections[s] for s in SECTIONS if s in sections},
+                        [s for s in SECTIONS if s not in sections], [], "json", None, list(sections))
+        problems = self._problems(final, None, max_tokens)
+        if problems:
+            raise BackendError("; ".join(problems) + " (after a repair turn)")
+        return final.sections
+
     async def _settle(self, ex: _Exchange, system: str, max_tokens: int, out_tokens: int, mode: str,
                       tally: _Tally) -> dict[str, str]:
-        """The final answer's sections, after one repair turn in the same chat when needed."""
-        first = read_answer(ex.text)
-        problems = self._problems(first, ex.finish, max_tokens)
+        """The final answer's sections, after repair turns when needed: in a JSON mode, turns
+        asking only for the fields missing; otherwise one turn in the same chat."""
+        first, salvaged = self._read(ex.text, ex.finish, mode, max_tokens)
+        problems = self._problems(first, None if salvaged else ex.finish, max_tokens)
         if not problems:
             return first.sections
+        if _is_json_mode(mode) and first.sections and problems == describe_problems(first) and not first.repeated:
+            return await self._fill_missing(first, ex.user, system, max_tokens, mode, tally)
         repair = self._repair_message(first, problems, max_tokens, mode)
         user = ex.user
         need = sum(self.count(t) + 4 for t in (system, user, ex.text, repair)) + out_tokens + OUTPUT_MARGIN
@@ -636,6 +715,10 @@ def _partial_text(ex: _Exchange) -> str:
     """A partial summary as the merge reads it: a JSON answer as markdown sections, a markdown
     answer as the model wrote it (without a reasoning block)."""
     reading = read_answer(ex.text)
+    if ex.finish == "length" and (reading.error or reading.form == "json"):
+        salvaged = salvaged_reading(ex.text)  # a partial cut off in a loop: what comes before it
+        if salvaged is not None:
+            reading = salvaged[0]
     if reading.form == "json" and reading.sections:
         return "\n\n".join(f"## {s}\n{reading.sections[s]}" for s in SECTIONS if s in reading.sections)
     return strip_thinking(ex.text)

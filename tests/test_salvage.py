@@ -1,0 +1,136 @@
+"""A JSON summary cut off in a loop keeps what comes before the loop; the repair turn asks only
+for the fields still missing, and never shows the model its loop (issue 14: long Claude Code
+heads looped past the frequency penalty, and so did the repair turn that saw the loop)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+from chat_server import ChatServer, Reply
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compactor_cli.backends import SummaryRequest
+from compactor_cli.backends.openai_backend import ANTI_LOOP_PENALTY, MISSING_TURNS, OpenAIBackend, OpenAIOptions
+from compactor_cli.backends.salvage import salvage_json, salvaged_reading, trim_loop
+from compactor_cli.backends.sections import SECTIONS
+from compactor_cli.errors import BackendError
+from compactor_cli.model.tokens import TokenCounter
+
+LOOP = "- The agent reads the file src/app.py to find the bug.\n"
+
+
+def looping_answer(kept: int = 2) -> str:
+    """A JSON answer whose field after the first ``kept`` ones loops until the token limit."""
+    head = {s: f"{s} before the loop" for s in SECTIONS[:kept]}
+    looped = SECTIONS[kept]
+    text = orjson.dumps(head).decode()[:-1] + f',"{looped}":"- The agent opened the repository.\\n'
+    return text + (LOOP.replace("\n", "\\n") * 40) + "- The agent rea"
+
+
+# ---------------------------------------------------------------- reading a cut-off answer
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.text(max_size=40), min_size=8, max_size=8), st.integers(min_value=0, max_value=10_000))
+def test_any_cut_keeps_every_complete_field_exactly_and_a_prefix_of_the_cut_one(values, cut_at):
+    original = dict(zip(SECTIONS, values))
+    whole = orjson.dumps(original).decode()
+    cut = whole[:cut_at % (len(whole) + 1)]
+    # where each field's value ends in the JSON text
+    ends = [len(orjson.dumps(dict(zip(SECTIONS[:i + 1], values))).decode()) - 1 for i in range(8)]
+    fields, partial, rest = salvage_json(cut)
+    assert fields == {s: original[s].strip() for s, end in zip(SECTIONS, ends) if end <= len(cut)}
+    if partial is not None:
+        assert partial == SECTIONS[len(fields)] and original[partial].startswith(rest)
+    else:  # cut outside a value: nothing of the next field was written yet
+        nxt = len(fields)
+        assert nxt == 8 or f'"{SECTIONS[nxt]}":"' not in cut
+
+
+def test_a_loop_is_cut_where_it_starts_repeating():
+    text = "- one fact.\n- two facts.\n" + "- the same again.\n" * 30 + "- the sa"
+    assert trim_loop(text) == "- one fact.\n- two facts.\n- the same again."
+    # a sentence loop inside one line, with no newline at all
+    assert trim_loop("The agent runs pytest. The agent reads app.py. " * 50) == \
+        "The agent runs pytest. The agent reads app.py."
+    # text that does not repeat loses only the unit the model did not finish
+    assert trim_loop("First. Second. Thi") == "First. Second."
+    assert trim_loop("First. Second.", cut=False) == "First. Second."
+
+
+def test_the_salvaged_reading_names_what_is_missing():
+    reading, cut_field = salvaged_reading(looping_answer(kept=2))
+    assert cut_field == "key_facts" and reading.missing == list(SECTIONS[3:])
+    assert reading.sections["key_facts"] == "- The agent opened the repository.\n" + LOOP.strip()
+    assert salvaged_reading('{"overv') is None and salvaged_reading("no json at all") is None
+
+
+# ---------------------------------------------------------------- the repair turns
+
+def _backend(server) -> OpenAIBackend:
+    return OpenAIBackend(OpenAIOptions(model="m", base_url=server.base_url, retries=0, structured="json_object"),
+                         TokenCounter().text)
+
+
+def _summarize(backend: OpenAIBackend, request: SummaryRequest):
+    async def go():
+        try:
+            return await backend.summarize(request)
+        finally:
+            await backend.aclose()
+    return asyncio.run(go())
+
+
+HEAD = [{"role": "user", "content": f"step {i} " + "words " * 40} for i in range(6)]
+
+
+def test_a_loop_that_survives_the_penalty_is_trimmed_and_only_the_missing_fields_are_asked_for():
+    def respond(req: dict) -> Reply:
+        if len(req["messages"]) == 2:  # the answer, and its re-ask with the penalty: both loop
+            return Reply(content=looping_answer(kept=2), finish_reason="length")
+        asked = req["response_format"]["schema"]["required"]
+        return Reply(content=orjson.dumps({s: f"{s} from the repair" for s in asked}).decode())
+
+    with ChatServer(respond) as server:
+        got = _summarize(_backend(server), SummaryRequest(HEAD, "", 600))
+        first, again, repair = server.requests
+    assert got.calls == 3 and got.repaired
+    assert again["frequency_penalty"] == ANTI_LOOP_PENALTY
+    # constrained to the five missing fields; the chat shows the kept fields, not the loop
+    assert repair["response_format"]["schema"]["required"] == list(SECTIONS[3:])
+    shown = orjson.loads(repair["messages"][2]["content"])
+    assert list(shown) == list(SECTIONS[:3]) and LOOP.strip() in shown["key_facts"]
+    assert shown["key_facts"].count("reads the file") == 1
+    assert "lacks the fields user_preferences, decisions" in repair["messages"][3]["content"]
+    assert repair["max_tokens"] < first["max_tokens"]
+    assert "## key_facts\n- The agent opened the repository.\n" + LOOP.strip() + "\n\n## user_preferences\n" \
+        "user_preferences from the repair" in got.text
+    assert "overview before the loop" in got.text and got.text.count("reads the file") == 1
+
+
+def test_a_repair_that_loops_too_is_salvaged_and_asked_again_until_no_field_is_added():
+    def respond(req: dict) -> Reply:
+        if len(req["messages"]) == 2:
+            return Reply(content=looping_answer(kept=1), finish_reason="length")
+        asked = req["response_format"]["schema"]["required"]
+        # every repair completes one field and loops in the next
+        text = orjson.dumps({asked[0]: "done"}).decode()[:-1] + f',"{asked[1]}":"' if len(asked) > 1 else ""
+        if not text:
+            return Reply(content=orjson.dumps({asked[0]: "done"}).decode())
+        return Reply(content=text + "- same line.\\n" * 30, finish_reason="length")
+
+    with ChatServer(respond) as server:
+        try:
+            _summarize(_backend(server), SummaryRequest(HEAD, "", 600))
+        except BackendError as exc:
+            error = str(exc)
+        else:
+            error = ""
+        requests = server.requests
+    # the answer and its re-ask, then MISSING_TURNS repairs; each repair's loop is trimmed too
+    assert len(requests) == 2 + MISSING_TURNS
+    assert all(m["content"].count("same line") <= 2 for r in requests for m in r["messages"])
+    asked = [r["response_format"]["schema"]["required"] for r in requests[2:]]
+    assert asked == [list(SECTIONS[2:]), list(SECTIONS[4:])]  # each turn added two fields
+    assert error == "the summary lacks the sections open_questions, tone_context (after a repair turn)"
