@@ -34,13 +34,13 @@ def looping_answer(kept: int = 2) -> str:
 @settings(max_examples=500, deadline=None)
 @given(st.lists(st.text(max_size=40), min_size=8, max_size=8), st.integers(min_value=0, max_value=10_000))
 def test_any_cut_keeps_every_complete_field_exactly_and_a_prefix_of_the_cut_one(values, cut_at):
-    original = dict(zip(SECTIONS, values))
+    original = dict(zip(SECTIONS, values, strict=True))
     whole = orjson.dumps(original).decode()
     cut = whole[:cut_at % (len(whole) + 1)]
     # where each field's value ends in the JSON text
-    ends = [len(orjson.dumps(dict(zip(SECTIONS[:i + 1], values))).decode()) - 1 for i in range(8)]
+    ends = [len(orjson.dumps(dict(zip(SECTIONS[:i + 1], values[:i + 1], strict=True))).decode()) - 1 for i in range(8)]
     fields, partial, rest = salvage_json(cut)
-    assert fields == {s: original[s].strip() for s, end in zip(SECTIONS, ends) if end <= len(cut)}
+    assert fields == {s: original[s].strip() for s, end in zip(SECTIONS, ends, strict=True) if end <= len(cut)}
     if partial is not None:
         assert partial == SECTIONS[len(fields)] and original[partial].startswith(rest)
     else:  # cut outside a value: nothing of the next field was written yet

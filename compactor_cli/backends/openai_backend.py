@@ -46,7 +46,7 @@ from ..model.secrets import collect_secrets, contains_secret, mask_credentials, 
 from . import Answer, SummaryRequest
 from .cache import SummaryCache, cache_key
 from .config import OpenAIConfig
-from .salvage import drop_last_unit, salvaged_reading
+from .salvage import drop_last_unit, read_bounded
 from .sections import SECTIONS, Reading, describe_problems, read_answer, render_sections, strip_thinking
 from .transcript import clip_text, render_head
 
@@ -92,6 +92,7 @@ RESPONSE_FORMAT = RESPONSE_FORMATS["json_schema"]
 #: repair turns that ask only for the fields still missing, each of which must add one
 MISSING_TURNS = 2
 ROOM_PER_FIELD = 40  # tokens a field asked for in a repair turn needs at least
+MIN_FIELD_CHARS = 160  # the smallest maxLength of a field (json_object)
 # statuses with which servers refuse a request they do not understand (llama-cpp-python: 500)
 REJECT_STATUSES = (400, 415, 422, 500, 501)
 _NAMES_FORMAT = re.compile(r"(?i)response_format|json_schema|json_object|response format|\bschema\b")
@@ -157,15 +158,31 @@ def normalize_structured(value: str) -> str:
     return "json_schema" if value == "json" else value
 
 
-def response_format(mode: str, fields: tuple[str, ...] = SECTIONS) -> dict[str, Any]:
+def field_chars(max_tokens: int, n_fields: int) -> int:
+    """The maxLength of each field in a json_object request: twice its share of the answer (at
+    about four characters a token), so that no field can take the whole answer."""
+    return max(MIN_FIELD_CHARS, max_tokens * 8 // max(1, n_fields))
+
+
+def _cap(mode: str, max_tokens: int, fields: tuple[str, ...] = SECTIONS) -> int | None:
+    return field_chars(max_tokens, len(fields)) if mode == "json_object" else None
+
+
+def response_format(mode: str, fields: tuple[str, ...] = SECTIONS, max_tokens: int | None = None) -> dict[str, Any]:
     """The ``response_format`` of a JSON mode, asking for ``fields`` (all eight, or those a
-    repair turn asks for)."""
+    repair turn asks for). json_object (llama-cpp-python's grammar-constrained mode) bounds each
+    field with maxLength when ``max_tokens`` is given: a small model copying the transcript or
+    looping inside one field is then made to close it and go on to the next."""
+    if mode == "json_object":
+        string: dict[str, Any] = {"type": "string"}
+        if max_tokens:
+            string["maxLength"] = field_chars(max_tokens, len(fields))
+        return {"type": "json_object", "schema": {"type": "object", "properties": dict.fromkeys(fields, string),
+                                                  "required": list(fields), "additionalProperties": False}}
     if tuple(fields) == SECTIONS:
         return RESPONSE_FORMATS[mode]
     schema = {"type": "object", "properties": {s: {"type": "string"} for s in fields}, "required": list(fields),
               "additionalProperties": False}
-    if mode == "json_object":
-        return {"type": "json_object", "schema": schema}
     return {"type": "json_schema", "json_schema": {"name": "missing_sections", "strict": True, "schema": schema}}
 
 
@@ -299,7 +316,7 @@ class OpenAIBackend:
         if self.opts.seed is not None:
             kwargs["seed"] = self.opts.seed
         if _is_json_mode(mode):
-            kwargs["response_format"] = response_format(mode, fields)
+            kwargs["response_format"] = response_format(mode, fields, max_tokens)
         if tally.looped and not self._no_penalty:
             kwargs["frequency_penalty"] = ANTI_LOOP_PENALTY
         attempt = 0
@@ -576,18 +593,16 @@ class OpenAIBackend:
                 f"this order: {', '.join(SECTIONS)}; '(none)' under a section with nothing to say; at most "
                 f"{max_tokens} tokens in total.")
 
-    def _read(self, text: str, finish: str | None, mode: str, max_tokens: int,
+    def _read(self, text: str, finish: str | None, mode: str, max_tokens: int, out_tokens: int,
               asked: tuple[str, ...] = SECTIONS) -> tuple[Reading, bool]:
         """The answer's reading, and whether it was salvaged: a JSON answer cut off at the token
         limit keeps its complete fields and the cut one up to where it loops, trimmed so that
         the sections still missing have room (salvage.py)."""
-        reading = read_answer(text)
-        if finish != "length" or not _is_json_mode(mode) or (reading.sections and reading.form != "json"):
+        if not _is_json_mode(mode):
+            return read_answer(text), False
+        reading, cut_field, salvaged = read_bounded(text, finish == "length", _cap(mode, out_tokens, asked))
+        if not salvaged:
             return reading, False
-        salvaged = salvaged_reading(text)
-        if salvaged is None:
-            return reading, False
-        reading, cut_field = salvaged
         missing = [s for s in asked if s not in reading.sections]
         limit = max_tokens - ROOM_PER_FIELD * len(missing)
         while cut_field is not None and self.count(render_sections(reading.sections)) > limit:
@@ -623,7 +638,7 @@ class OpenAIBackend:
                 {"role": "assistant", "content": shown}, {"role": "user", "content": ask}]
             tally.repaired = True
             text, finish = await self._complete(messages, out_tokens, mode, tally, missing)
-            got, _ = self._read(text, finish, mode, room + 10 * len(missing), missing)
+            got, _ = self._read(text, finish, mode, room + 10 * len(missing), out_tokens, missing)
             new = {s: got.sections[s] for s in missing if s in got.sections}
             if not new:
                 break
@@ -639,7 +654,7 @@ class OpenAIBackend:
                       tally: _Tally) -> dict[str, str]:
         """The final answer's sections, after repair turns when needed: in a JSON mode, turns
         asking only for the fields missing; otherwise one turn in the same chat."""
-        first, salvaged = self._read(ex.text, ex.finish, mode, max_tokens)
+        first, salvaged = self._read(ex.text, ex.finish, mode, max_tokens, out_tokens)
         problems = self._problems(first, None if salvaged else ex.finish, max_tokens)
         if not problems:
             return first.sections
@@ -667,7 +682,8 @@ class OpenAIBackend:
     async def _merge(self, partials: list[_Exchange], system: str, budget: int, out_tokens: int, mode: str,
                      tally: _Tally) -> list[_Exchange]:
         """Merge neighbouring partial summaries in groups that fit the budget (one level)."""
-        blocks = [f"### part {i + 1}\n" + _quote(_partial_text(p)) for i, p in enumerate(partials)]
+        cap = _cap(mode, out_tokens)
+        blocks = [f"### part {i + 1}\n" + _quote(_partial_text(p, cap)) for i, p in enumerate(partials)]
         groups: list[list[int]] = [[]]
         used = 0
         for i, b in enumerate(blocks):
@@ -711,14 +727,11 @@ def _chat(system: str, user: str) -> list[dict[str, Any]]:
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def _partial_text(ex: _Exchange) -> str:
-    """A partial summary as the merge reads it: a JSON answer as markdown sections, a markdown
-    answer as the model wrote it (without a reasoning block)."""
-    reading = read_answer(ex.text)
-    if ex.finish == "length" and (reading.error or reading.form == "json"):
-        salvaged = salvaged_reading(ex.text)  # a partial cut off in a loop: what comes before it
-        if salvaged is not None:
-            reading = salvaged[0]
+def _partial_text(ex: _Exchange, cap: int | None) -> str:
+    """A partial summary as the merge reads it: a JSON answer as markdown sections (cut off in a
+    loop: what comes before it), a markdown answer as the model wrote it (without a reasoning
+    block)."""
+    reading, _, _ = read_bounded(ex.text, ex.finish == "length", cap)
     if reading.form == "json" and reading.sections:
         return "\n\n".join(f"## {s}\n{reading.sections[s]}" for s in SECTIONS if s in reading.sections)
     return strip_thinking(ex.text)

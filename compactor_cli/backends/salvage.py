@@ -13,9 +13,13 @@ import json
 import re
 from json.decoder import scanstring  # type: ignore[attr-defined]
 
-from .sections import SECTIONS, Reading, _json_text, section_of, strip_thinking
+from .sections import SECTIONS, Reading, _json_text, read_answer, section_of, strip_thinking
 
 _WS = re.compile(r"[ \t\n\r]*")
+#: a field this close to its maxLength was stopped by it (strip() may take a few characters off)
+CAP_SLACK = 8
+_SAYS = re.compile(r"\w")
+_ENDED = re.compile(r"[.!?;:)\]`'\"*]\s*$|\n\s*$")
 # a unit of text: a line, or a sentence inside one (split after . ! ? followed by a space)
 _UNIT_BREAK = re.compile(r"(?<=[.!?;])(?=[ \t])|(?=\n)")
 
@@ -120,3 +124,30 @@ def salvaged_reading(text: str) -> tuple[Reading, str | None] | None:
         return None
     sections = {s: fields[s] for s in SECTIONS if s in fields}
     return Reading(sections, [s for s in SECTIONS if s not in sections], [], "json", None, list(fields)), partial
+
+
+def trim_capped(text: str) -> str:
+    """A field stopped by its maxLength: without the sentence it did not finish and without
+    what repeats (the text as it is when nothing would be left)."""
+    units = _UNIT_BREAK.split(text)
+    cut = bool(units) and not _ENDED.search(units[-1])
+    return trim_loop(text, cut=cut) or text
+
+
+def read_bounded(text: str, cut: bool, cap: int | None) -> tuple[Reading, str | None, bool]:
+    """An answer asked for as JSON: its reading, the field that was cut off at the token limit
+    (None when none is left), and whether the reading was salvaged from a cut-off answer. A field
+    that ran into its maxLength (``cap``) is trimmed to its last whole sentence."""
+    reading = read_answer(text)
+    cut_field, salvaged = None, False
+    if cut and (reading.error or reading.form == "json" or not reading.sections):
+        found = salvaged_reading(text)
+        if found is not None:
+            (reading, cut_field), salvaged = found, True
+    if reading.form == "json":
+        for name, body in list(reading.sections.items()):
+            if cap and name != cut_field and len(body) >= cap - CAP_SLACK:
+                body = trim_capped(body)
+            # a field of punctuation alone (a 0.5B model's ",") says nothing: written as (none)
+            reading.sections[name] = body if _SAYS.search(body) else ""
+    return reading, cut_field, salvaged
