@@ -12,8 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactor_cli.backends import SummaryRequest
-from compactor_cli.backends.openai_backend import ANTI_LOOP_PENALTY, MISSING_TURNS, OpenAIBackend, OpenAIOptions
-from compactor_cli.backends.salvage import salvage_json, salvaged_reading, trim_loop
+from compactor_cli.backends.openai_backend import (
+    ANTI_LOOP_PENALTY,
+    MISSING_TURNS,
+    OpenAIBackend,
+    OpenAIOptions,
+    field_chars,
+)
+from compactor_cli.backends.salvage import read_bounded, salvage_json, salvaged_reading, trim_loop
 from compactor_cli.backends.sections import SECTIONS
 from compactor_cli.errors import BackendError
 from compactor_cli.model.tokens import TokenCounter
@@ -134,3 +140,36 @@ def test_a_repair_that_loops_too_is_salvaged_and_asked_again_until_no_field_is_a
     asked = [r["response_format"]["schema"]["required"] for r in requests[2:]]
     assert asked == [list(SECTIONS[2:]), list(SECTIONS[4:])]  # each turn added two fields
     assert error == "the summary lacks the sections open_questions, tone_context (after a repair turn)"
+
+
+# ---------------------------------------------------------------- fields bounded by maxLength
+
+def test_json_object_requests_bound_every_field_and_json_schema_requests_do_not():
+    """llama-cpp-python turns maxLength into its grammar; OpenAI's strict json_schema refuses
+    keywords it does not know, so json_schema is sent as before."""
+    requests = {}
+    for mode in ("json_object", "json_schema"):
+        with ChatServer(lambda req: Reply(content=orjson.dumps(dict.fromkeys(SECTIONS, "short.")).decode())) as server:
+            backend = OpenAIBackend(OpenAIOptions(model="m", base_url=server.base_url, retries=0, structured=mode),
+                                    TokenCounter().text)
+            _summarize(backend, SummaryRequest(HEAD, "", 600))
+            requests[mode] = server.requests[0]
+    req = requests["json_object"]
+    caps = {p.get("maxLength") for p in req["response_format"]["schema"]["properties"].values()}
+    assert caps == {field_chars(req["max_tokens"], 8)} and field_chars(req["max_tokens"], 8) >= 4 * 600 // 8
+    schema = requests["json_schema"]["response_format"]["json_schema"]["schema"]
+    assert all("maxLength" not in p for p in schema["properties"].values())
+
+
+def test_a_field_stopped_by_its_cap_ends_at_its_last_whole_sentence():
+    cap = 200
+    full = ("The agent fixed the parser. " * 10)[:cap]  # stopped mid-sentence by the grammar
+    assert len(full) == cap
+    reading, _, _ = read_bounded(orjson.dumps({"overview": full, "key_facts": "A fact without a full stop",
+                                               "decisions": ",", "tone_context": "Calm."}).decode(), False, cap)
+    assert reading.sections["overview"] == "The agent fixed the parser."  # whole, and said once
+    assert reading.sections["key_facts"] == "A fact without a full stop"  # under its cap: as written
+    assert reading.sections["decisions"] == "" and reading.sections["tone_context"] == "Calm."
+    ended = ("One. Two. Three. " * 20)[:cap - 1] + "."
+    assert read_bounded(orjson.dumps({"overview": ended}).decode(), False, len(ended))[0].sections["overview"] \
+        == "One. Two. Three."
