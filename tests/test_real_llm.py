@@ -18,7 +18,7 @@ import pytest
 from helpers import FIXTURES
 from llm import server as llm
 
-from compactor_cli.backends.openai_backend import ANTI_LOOP_PENALTY, RESPONSE_FORMATS, _window_of
+from compactor_cli.backends.openai_backend import ANTI_LOOP_PENALTY, RESPONSE_FORMATS, _window_of, response_format
 from compactor_cli.backends.sections import SECTIONS, parse_sections
 from compactor_cli.model.conversation import check_pairing
 
@@ -85,6 +85,21 @@ def test_the_real_server_takes_the_anti_loop_penalty_with_the_schema(model_serve
     assert status == 200 and answer["choices"][0]["finish_reason"] == "length"
     status, answer = llm.chat(model_server.base_url, {**body, "frequency_penalty": ANTI_LOOP_PENALTY})
     assert status == 200 and answer["choices"][0]["message"]["content"].startswith("{")
+
+
+def test_the_real_server_bounds_each_field_by_its_max_length(model_server):
+    """The premise of the field caps: llama-cpp-python turns maxLength into its grammar, so a
+    field the model would go on writing (copying, looping) is closed and the next one written."""
+    fields = ("story", "moral")
+    ask = [{"role": "user", "content": "Write a long story about a cat, then its moral."}]
+    body = {"model": "local", "messages": ask, "max_tokens": 200, "temperature": 0, "seed": 0,
+            "response_format": response_format("json_object", fields)}
+    body["response_format"]["schema"]["properties"] = {f: {"type": "string", "maxLength": 60} for f in fields}
+    status, answer = llm.chat(model_server.base_url, body)
+    assert status == 200 and answer["choices"][0]["finish_reason"] == "stop", answer
+    got = orjson.loads(answer["choices"][0]["message"]["content"])
+    assert list(got) == list(fields) and all(len(v) <= 60 for v in got.values())
+    assert len(got["story"]) == 60  # the story was stopped by the cap, not by the model
 
 
 def test_defaults_summarise_a_real_run_with_the_negotiated_dialect(model_server, check_server, tmp_path):
