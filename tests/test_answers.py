@@ -19,14 +19,9 @@ from hypothesis import strategies as st
 from test_openai_backend import SECRET, run, write_convs
 
 from compactor_cli.backends import SummaryRequest
-from compactor_cli.backends.openai_backend import (
-    ANTI_LOOP_PENALTY,
-    ECHOED_SECRET,
-    REPAIR_OMITTED,
-    SUMMARY_SCHEMA,
-    OpenAIBackend,
-    OpenAIOptions,
-)
+from compactor_cli.backends.dialects import SUMMARY_SCHEMA
+from compactor_cli.backends.openai_backend import ANTI_LOOP_PENALTY, ECHOED_SECRET, OpenAIBackend, OpenAIOptions
+from compactor_cli.backends.repair_turns import REPAIR_OMITTED
 from compactor_cli.backends.sections import SECTIONS, canonical_summary, parse_sections, read_answer, render_sections
 from compactor_cli.cli import cli
 from compactor_cli.errors import BackendError

@@ -18,7 +18,8 @@ import pytest
 from helpers import FIXTURES
 from llm import server as llm
 
-from compactor_cli.backends.openai_backend import ANTI_LOOP_PENALTY, RESPONSE_FORMATS, _window_of, response_format
+from compactor_cli.backends.dialects import RESPONSE_FORMATS, response_format, window_of
+from compactor_cli.backends.openai_backend import ANTI_LOOP_PENALTY
 from compactor_cli.backends.sections import SECTIONS, parse_sections
 from compactor_cli.model.conversation import check_pairing
 
@@ -176,4 +177,4 @@ def test_the_window_a_real_server_names_is_read(check_server):
     status, body = llm.chat(check_server.base_url, {"model": "local", "max_tokens": 1, "messages": [
         {"role": "user", "content": "word " * 600}]})
     message = body["error"]["message"]
-    assert status == 400 and _window_of(message) == 256, message
+    assert status == 400 and window_of(message) == 256, message

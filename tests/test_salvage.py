@@ -12,13 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactor_cli.backends import SummaryRequest
-from compactor_cli.backends.openai_backend import (
-    ANTI_LOOP_PENALTY,
-    MISSING_TURNS,
-    OpenAIBackend,
-    OpenAIOptions,
-    field_chars,
-)
+from compactor_cli.backends.dialects import field_chars
+from compactor_cli.backends.openai_backend import ANTI_LOOP_PENALTY, OpenAIBackend, OpenAIOptions
+from compactor_cli.backends.repair_turns import MISSING_TURNS
 from compactor_cli.backends.salvage import read_bounded, salvage_json, salvaged_reading, trim_loop
 from compactor_cli.backends.sections import SECTIONS
 from compactor_cli.errors import BackendError

@@ -5,16 +5,12 @@ honour Retry-After on 429/5xx. The head is sent as quoted data; a head larger th
 summariser's input budget is clipped and then summarised in chunks whose partial summaries are
 merged (hierarchically) into the final eight sections.
 
-Answers are read tolerantly (``sections.read_answer``: any heading style, preambles, fences,
-JSON). When the final answer still lacks sections, repeats one, was cut off or is over the token
-budget, one repair turn follows in the same chat, saying exactly what is wrong; only then does
-the summary fail. The returned text is the canonical markdown, within the budget, so the tier-2
-driver's checks pass.
+An answer cut off at the token limit (a small model's loop, most often) is asked again once
+with a frequency penalty. Answers are then checked and repaired (repair_turns.py); the returned
+text is the canonical markdown, within the budget, so the tier-2 driver's checks pass.
 
-Servers speak different dialects of structured output (``structured``): ``json_schema`` (OpenAI,
-llama.cpp's llama-server, vLLM) and ``json_object`` with a ``schema`` (llama-cpp-python's
-constrained JSON mode) ask for the eight sections as the fields of a JSON schema; ``markdown``
-asks for ``## `` headings. ``auto`` negotiates once per run and endpoint: it starts with
+Servers speak different dialects of structured output (``structured``, dialects.py). ``auto``
+negotiates once per run and endpoint: it starts with
 json_schema and steps down a rung (json_schema, json_object, markdown) the first time the server
 refuses ``response_format`` (4xx/5xx naming it) or answers 200 without honouring it, with one
 warning and without spending the conversation's retries. Retries are for transient failures
@@ -32,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -46,15 +41,24 @@ from ..model.secrets import collect_secrets, contains_secret, mask_credentials, 
 from . import Answer, SummaryRequest
 from .cache import SummaryCache, cache_key
 from .config import OpenAIConfig
-from .salvage import drop_last_unit, read_bounded
-from .sections import SECTIONS, Reading, describe_problems, read_answer, render_sections, strip_thinking
+from .dialects import (
+    CONTEXT_ERROR,
+    LADDER,
+    NAMES_FORMAT,
+    REJECT_STATUSES,
+    is_json_mode,
+    normalize_structured,
+    response_format,
+    window_of,
+)
+from .repair_turns import OUTPUT_MARGIN, Exchange, RepairTurns, Tally, chat, quote_data
+from .sections import SECTIONS, read_answer, render_sections
 from .transcript import clip_text, render_head
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_INPUT_TOKENS = 100_000
 DEFAULT_ENDPOINT = "https://api.openai.com/v1"  # the client's own default when no base URL is given
 ECHOED_SECRET = "the server echoed the API key; answer discarded"
-OUTPUT_MARGIN = 256  # tokens kept free beside prompt and answer for the server's own framing
 
 DEFAULT_INSTRUCTIONS = (
     "You write continuity summaries of agent conversations. Another model will continue the work from "
@@ -78,37 +82,11 @@ JSON_RULES = (
 #: (bench/README.md: Qwen2.5-Coder-0.5B on tau-bench)
 ANTI_LOOP_PENALTY = 0.5
 JSON_OVERHEAD = 100  # answer tokens allowed beyond the budget for the JSON keys, quotes and escapes
-SUMMARY_SCHEMA = {"type": "object", "properties": {s: {"type": "string"} for s in SECTIONS},
-                  "required": list(SECTIONS), "additionalProperties": False}
-#: The structured-output dialects, in the order ``--structured auto`` tries them.
-LADDER = ("json_schema", "json_object", "markdown")
-RESPONSE_FORMATS: dict[str, dict[str, Any]] = {
-    "json_schema": {"type": "json_schema",
-                    "json_schema": {"name": "conversation_summary", "strict": True, "schema": SUMMARY_SCHEMA}},
-    # llama-cpp-python's documented JSON-schema mode: decoding constrained to the schema
-    "json_object": {"type": "json_object", "schema": SUMMARY_SCHEMA},
-}
-RESPONSE_FORMAT = RESPONSE_FORMATS["json_schema"]
-#: repair turns that ask only for the fields still missing, each of which must add one
-MISSING_TURNS = 2
-ROOM_PER_FIELD = 40  # tokens a field asked for in a repair turn needs at least
-MIN_FIELD_CHARS = 160  # the smallest maxLength of a field (json_object)
-# statuses with which servers refuse a request they do not understand (llama-cpp-python: 500)
-REJECT_STATUSES = (400, 415, 422, 500, 501)
-_NAMES_FORMAT = re.compile(r"(?i)response_format|json_schema|json_object|response format|\bschema\b")
-_WINDOW = re.compile(r"(?i)(?:context (?:window|length|size) (?:of|is)|maximum context length is|n_ctx\W{0,4}"
-                     r"|context size \(?)\s*(\d{3,7})")
 REMOTE_TIMEOUT = 120.0
 LOCAL_TIMEOUT = 900.0
 #: consecutive conversations failing with the same error (none succeeding) after which the run stops sending
 STOP_AFTER = 3
-_CONTEXT_ERROR = re.compile(r"(?i)context.{0,20}(length|window|size)|too many tokens|too long|maximum.{0,30}tokens|"
-                            r"context_length_exceeded|exceeds? the")
-REPAIR_OMITTED = ("(The transcript you summarised above is left out of this turn so that the conversation "
-                  "fits the model's context window.)")
 CACHE_VERSION = 2  # bump when what a cached summary means changes
-MERGE_NOTE = ("The conversation was too long to read at once. Below are summaries of its consecutive parts, "
-              "oldest first, between <partial_summaries> tags; merge them into one summary.")
 
 
 @dataclass(frozen=True)
@@ -116,25 +94,6 @@ class OpenAIOptions(OpenAIConfig):
     """The run's openai options (config.OpenAIConfig, defined once) and what only tests tune."""
 
     backoff: float = 1.0  # seconds before the first retry; doubled each time (cap 30 s)
-
-
-@dataclass
-class _Exchange:
-    """One model call whose answer may go on: the user message it answered, the answer, and why
-    the model stopped (``length``: cut off at max_tokens)."""
-
-    user: str
-    text: str
-    finish: str | None
-
-
-@dataclass
-class _Tally:
-    """A summary's bookkeeping across its calls, kept when it fails too."""
-
-    calls: int = 0
-    repaired: bool = False
-    looped: bool = False  # an answer ran to the token limit: later requests discourage repetition
 
 
 class _Rejected(Exception):
@@ -153,48 +112,6 @@ class _Window(Exception):
         self.tokens = tokens
 
 
-def normalize_structured(value: str) -> str:
-    """``json`` (the earlier name) is json_schema."""
-    return "json_schema" if value == "json" else value
-
-
-def field_chars(max_tokens: int, n_fields: int) -> int:
-    """The maxLength of each field in a json_object request: twice its share of the answer (at
-    about four characters a token), so that no field can take the whole answer."""
-    return max(MIN_FIELD_CHARS, max_tokens * 8 // max(1, n_fields))
-
-
-def _cap(mode: str, max_tokens: int, fields: tuple[str, ...] = SECTIONS) -> int | None:
-    return field_chars(max_tokens, len(fields)) if mode == "json_object" else None
-
-
-def response_format(mode: str, fields: tuple[str, ...] = SECTIONS, max_tokens: int | None = None) -> dict[str, Any]:
-    """The ``response_format`` of a JSON mode, asking for ``fields`` (all eight, or those a
-    repair turn asks for). json_object (llama-cpp-python's grammar-constrained mode) bounds each
-    field with maxLength when ``max_tokens`` is given: a small model copying the transcript or
-    looping inside one field is then made to close it and go on to the next."""
-    if mode == "json_object":
-        string: dict[str, Any] = {"type": "string"}
-        if max_tokens:
-            string["maxLength"] = field_chars(max_tokens, len(fields))
-        return {"type": "json_object", "schema": {"type": "object", "properties": dict.fromkeys(fields, string),
-                                                  "required": list(fields), "additionalProperties": False}}
-    if tuple(fields) == SECTIONS:
-        return RESPONSE_FORMATS[mode]
-    schema = {"type": "object", "properties": {s: {"type": "string"} for s in fields}, "required": list(fields),
-              "additionalProperties": False}
-    return {"type": "json_schema", "json_schema": {"name": "missing_sections", "strict": True, "schema": schema}}
-
-
-def _is_json_mode(mode: str) -> bool:
-    return mode != "markdown"
-
-
-def _quote(text: str) -> str:
-    """Nothing inside quoted data can close the tags around it."""
-    return text.replace("</", "<\\/")
-
-
 def _retry_after(exc: Any) -> float | None:
     response = getattr(exc, "response", None)
     value = response.headers.get("retry-after") if response is not None else None
@@ -204,7 +121,7 @@ def _retry_after(exc: Any) -> float | None:
         return None
 
 
-class OpenAIBackend:
+class OpenAIBackend(RepairTurns):
     name = "openai"
 
     def __init__(self, opts: OpenAIOptions, count_tokens: Callable[[str], int]) -> None:
@@ -288,7 +205,7 @@ class OpenAIBackend:
             self.cache = None
 
     async def _complete(self, messages: list[dict[str, Any]], max_tokens: int, mode: str,
-                        tally: _Tally, fields: tuple[str, ...] = SECTIONS) -> tuple[str, str | None]:
+                        tally: Tally, fields: tuple[str, ...] = SECTIONS) -> tuple[str, str | None]:
         """(text, finish reason) of one chat completion. An answer cut off at the token limit is
         most often a loop (a small model at temperature 0 repeating a sentence until max_tokens):
         it is asked again once, and every later request of this conversation, with
@@ -302,7 +219,7 @@ class OpenAIBackend:
         return text, finish
 
     async def _request(self, messages: list[dict[str, Any]], max_tokens: int, mode: str,
-                       tally: _Tally, fields: tuple[str, ...] = SECTIONS) -> tuple[str, str | None]:
+                       tally: Tally, fields: tuple[str, ...] = SECTIONS) -> tuple[str, str | None]:
         """One chat completion with retries for transient failures. Returns (text, finish
         reason); counts requests in ``tally``. A JSON mode sends its ``response_format`` (with
         ``fields``, the sections asked for); a refusal of it raises _Rejected (auto) or
@@ -315,7 +232,7 @@ class OpenAIBackend:
                                       messages=messages)
         if self.opts.seed is not None:
             kwargs["seed"] = self.opts.seed
-        if _is_json_mode(mode):
+        if is_json_mode(mode):
             kwargs["response_format"] = response_format(mode, fields, max_tokens)
         if tally.looped and not self._no_penalty:
             kwargs["frequency_penalty"] = ANTI_LOOP_PENALTY
@@ -339,7 +256,7 @@ class OpenAIBackend:
                 if contains_secret(text, self._secrets):
                     raise BackendError(ECHOED_SECRET)
                 finish = getattr(choices[0], "finish_reason", None)
-                if _is_json_mode(mode) and finish != "length" and read_answer(text).form != "json":
+                if is_json_mode(mode) and finish != "length" and read_answer(text).form != "json":
                     self._ignored(mode)  # a 200 that did not honour response_format: read as it is
                 self._agreed = True
                 return text, finish
@@ -347,11 +264,11 @@ class OpenAIBackend:
                 raise
             except openai.APIStatusError as exc:
                 reason, wait = self._describe(exc), _retry_after(exc)
-                window = _window_of(reason) if _CONTEXT_ERROR.search(reason) else None
+                window = window_of(reason) if CONTEXT_ERROR.search(reason) else None
                 if window is not None and window < self.input_tokens:
                     raise _Window(window) from None
-                if (_is_json_mode(mode) and exc.status_code in REJECT_STATUSES and _NAMES_FORMAT.search(reason)
-                        and not _CONTEXT_ERROR.search(reason)):
+                if (is_json_mode(mode) and exc.status_code in REJECT_STATUSES and NAMES_FORMAT.search(reason)
+                        and not CONTEXT_ERROR.search(reason)):
                     if self.structured == "auto":
                         raise _Rejected(mode, reason) from None
                     raise BackendError(f"{reason} (the server does not take --structured {mode}: use --structured "
@@ -377,7 +294,7 @@ class OpenAIBackend:
         """``--structured auto``: until the server has answered once, requests asking for
         structured output go one at a time, so a refusal costs one request per run, not one per
         conversation in flight."""
-        if self.structured != "auto" or self._agreed or not _is_json_mode(mode):
+        if self.structured != "auto" or self._agreed or not is_json_mode(mode):
             yield
             return
         if self._first is None:
@@ -444,7 +361,7 @@ class OpenAIBackend:
         self._chunk_budget(self._system_prompt(max_summary_tokens, None), max_summary_tokens)
 
     def _system_prompt(self, budget: int, previous_tokens: int | None = None, mode: str | None = None) -> str:
-        rules = JSON_RULES if _is_json_mode(mode or self._mode) else FORMAT_RULES
+        rules = JSON_RULES if is_json_mode(mode or self._mode) else FORMAT_RULES
         parts = [self.instructions, rules.format(budget=budget), QUOTING_RULES]
         if previous_tokens:
             parts.append(f"Your previous summary had {previous_tokens} tokens, over the limit of {budget}. "
@@ -453,7 +370,7 @@ class OpenAIBackend:
 
     def _output_tokens(self, max_tokens: int, mode: str | None = None) -> int:
         """max_tokens of a request: the budget, plus room for the syntax of a JSON answer."""
-        return max_tokens + (JSON_OVERHEAD if _is_json_mode(mode or self._mode) else 0)
+        return max_tokens + (JSON_OVERHEAD if is_json_mode(mode or self._mode) else 0)
 
     def _chunk_budget(self, system: str, max_tokens: int, mode: str | None = None) -> int:
         budget = self.input_tokens - self.count(system) - self._output_tokens(max_tokens, mode) - OUTPUT_MARGIN
@@ -479,7 +396,7 @@ class OpenAIBackend:
         return reading.complete and self.count(render_sections(reading.sections)) <= max_tokens
 
     async def summarize(self, request: SummaryRequest) -> Answer:
-        tally = _Tally()
+        tally = Tally()
         try:
             answer = await self._summarize(request, tally)
         except UsageError as exc:  # a learnt context window too small for the prompt and summary
@@ -508,7 +425,7 @@ class OpenAIBackend:
             self.warnings.append(f"the server failed {n} conversations in a row with the same error; the rest of "
                                  f"this run was not sent: {message}")
 
-    async def _summarize(self, request: SummaryRequest, tally: _Tally) -> Answer:
+    async def _summarize(self, request: SummaryRequest, tally: Tally) -> Answer:
         if self._stopped is not None:
             raise BackendError(self._stopped)
         key = None
@@ -533,178 +450,25 @@ class OpenAIBackend:
             self._cache_put(key, answer.text)
         return answer
 
-    async def _attempt(self, request: SummaryRequest, mode: str, tally: _Tally) -> Answer:
+    async def _attempt(self, request: SummaryRequest, mode: str, tally: Tally) -> Answer:
         system = self._system_prompt(request.max_tokens, request.previous_tokens, mode)
         out_tokens = self._output_tokens(request.max_tokens, mode)
         budget = self._chunk_budget(system, request.max_tokens, mode)
         clip_chars = max(1000, min(8000, budget * 4 // 8))
         sys_text = clip_text(request.system_text, max(500, budget // 4 * 3)) if request.system_text else ""
-        sys_block = "<system_prompt>\n" + _quote(sys_text) + "\n</system_prompt>\n" if sys_text else ""
+        sys_block = "<system_prompt>\n" + quote_data(sys_text) + "\n</system_prompt>\n" if sys_text else ""
         chunks = render_head(request.head, budget - self.count(sys_block), self.count, clip_chars)
         exchanges = []
         for i, lines in enumerate(chunks):
             user = (sys_block if i == 0 else "") + "<transcript>\n" + "\n".join(lines) + "\n</transcript>"
             if len(chunks) > 1:
                 user = f"Part {i + 1} of {len(chunks)} of the conversation, oldest first.\n" + user
-            text, finish = await self._complete(_chat(system, user), out_tokens, mode, tally)
-            exchanges.append(_Exchange(user, text, finish))
+            text, finish = await self._complete(chat(system, user), out_tokens, mode, tally)
+            exchanges.append(Exchange(user, text, finish))
         while len(exchanges) > 1:
             exchanges = await self._merge(exchanges, system, budget, out_tokens, mode, tally)
         sections = await self._settle(exchanges[0], system, request.max_tokens, out_tokens, mode, tally)
         return Answer(render_sections(sections), calls=tally.calls, repaired=tally.repaired, structured=mode)
-
-    # ---------------------------------------------------------------- checking and repairing
-
-    def _problems(self, reading: Reading, finish: str | None, max_tokens: int) -> list[str]:
-        """What keeps a reading from being the summary, one phrase each. An answer cut off at
-        max_tokens loses its last section (its text stops mid-way): that section counts as missing."""
-        cut = finish == "length"
-        if cut and reading.order and reading.form == "markdown":
-            last = reading.order[-1]
-            reading.sections.pop(last, None)
-            reading.missing = [s for s in SECTIONS if s not in reading.sections]
-            reading.order = reading.order[:-1]
-        problems = describe_problems(reading)
-        if cut:
-            problems.insert(0, "the answer was cut off at the token limit")
-        if reading.sections:
-            n = self.count(render_sections(reading.sections))
-            if n > max_tokens:
-                problems.append(f"the summary has {n} tokens, over the limit of {max_tokens}")
-        return problems
-
-    def _repair_message(self, reading: Reading, problems: list[str], max_tokens: int, mode: str) -> str:
-        said = "; ".join(p.replace("the summary", "your summary").replace("the answer", "your answer")
-                         for p in problems)
-        head = f"Your summary cannot be used yet: {said}."
-        if _is_json_mode(mode):
-            return (f"{head} Answer again with the whole summary as one JSON object with exactly the eight fields "
-                    f"{', '.join(SECTIONS)}; '(none)' in a field with nothing to say; at most {max_tokens} tokens "
-                    "in total.")
-        room = max_tokens - self.count(render_sections(reading.sections)) if reading.sections else 0
-        only_missing = (reading.missing and reading.sections and len(problems) == 1 and not reading.repeated
-                        and room >= 40 * len(reading.missing))
-        if only_missing:
-            heads = ", ".join(f"'## {s}'" for s in reading.missing)
-            return (f"{head} Write only the missing section{'s' if len(reading.missing) > 1 else ''} now, each under "
-                    f"its heading ({heads}), in at most {room} tokens; write '(none)' under a section with nothing "
-                    "to say. The sections you wrote stay as they are.")
-        return (f"{head} Write the whole summary again: exactly these eight sections, each under a '## ' heading, in "
-                f"this order: {', '.join(SECTIONS)}; '(none)' under a section with nothing to say; at most "
-                f"{max_tokens} tokens in total.")
-
-    def _read(self, text: str, finish: str | None, mode: str, max_tokens: int, out_tokens: int,
-              asked: tuple[str, ...] = SECTIONS) -> tuple[Reading, bool]:
-        """The answer's reading, and whether it was salvaged: a JSON answer cut off at the token
-        limit keeps its complete fields and the cut one up to where it loops, trimmed so that
-        the sections still missing have room (salvage.py)."""
-        if not _is_json_mode(mode):
-            return read_answer(text), False
-        reading, cut_field, salvaged = read_bounded(text, finish == "length", _cap(mode, out_tokens, asked))
-        if not salvaged:
-            return reading, False
-        missing = [s for s in asked if s not in reading.sections]
-        limit = max_tokens - ROOM_PER_FIELD * len(missing)
-        while cut_field is not None and self.count(render_sections(reading.sections)) > limit:
-            shorter = drop_last_unit(reading.sections[cut_field])
-            if shorter:
-                reading.sections[cut_field] = shorter
-            else:
-                del reading.sections[cut_field]
-                reading.order.remove(cut_field)
-                cut_field = None
-        reading.missing = [s for s in SECTIONS if s not in reading.sections]
-        return reading, True
-
-    async def _fill_missing(self, kept: Reading, user: str, system: str, max_tokens: int, mode: str,
-                            tally: _Tally) -> dict[str, str]:
-        """Repair turns that ask only for the fields still missing (JSON modes), constrained to
-        those fields. The chat shows the fields kept, never a loop that was cut off."""
-        sections = dict(kept.sections)
-        for _ in range(MISSING_TURNS):
-            missing = tuple(s for s in SECTIONS if s not in sections)
-            room = max_tokens - self.count(render_sections(sections))
-            if not missing or room < ROOM_PER_FIELD * len(missing):
-                break
-            shown = orjson.dumps({s: sections[s] for s in SECTIONS if s in sections}).decode()
-            names = ", ".join(missing)
-            ask = (f"Your summary cannot be used yet: it lacks the field{'s' if len(missing) > 1 else ''} {names}. "
-                   f"Answer with one JSON object holding only {'those fields' if len(missing) > 1 else 'that field'} "
-                   f"({names}), in at most {room} tokens; '(none)' in a field with nothing to say. The fields "
-                   "you wrote stay as they are.")
-            out_tokens = room + 10 * len(missing) + 10
-            need = sum(self.count(t) + 4 for t in (system, user, shown, ask)) + out_tokens + OUTPUT_MARGIN
-            messages = _chat(system, user if need <= self.input_tokens else REPAIR_OMITTED) + [
-                {"role": "assistant", "content": shown}, {"role": "user", "content": ask}]
-            tally.repaired = True
-            text, finish = await self._complete(messages, out_tokens, mode, tally, missing)
-            got, _ = self._read(text, finish, mode, room + 10 * len(missing), out_tokens, missing)
-            new = {s: got.sections[s] for s in missing if s in got.sections}
-            if not new:
-                break
-            sections.update(new)
-        final = Reading({s: sections[s] for s in SECTIONS if s in sections},
-                        [s for s in SECTIONS if s not in sections], [], "json", None, list(sections))
-        problems = self._problems(final, None, max_tokens)
-        if problems:
-            raise BackendError("; ".join(problems) + " (after a repair turn)")
-        return final.sections
-
-    async def _settle(self, ex: _Exchange, system: str, max_tokens: int, out_tokens: int, mode: str,
-                      tally: _Tally) -> dict[str, str]:
-        """The final answer's sections, after repair turns when needed: in a JSON mode, turns
-        asking only for the fields missing; otherwise one turn in the same chat."""
-        first, salvaged = self._read(ex.text, ex.finish, mode, max_tokens, out_tokens)
-        problems = self._problems(first, None if salvaged else ex.finish, max_tokens)
-        if not problems:
-            return first.sections
-        if _is_json_mode(mode) and first.sections and problems == describe_problems(first) and not first.repeated:
-            return await self._fill_missing(first, ex.user, system, max_tokens, mode, tally)
-        repair = self._repair_message(first, problems, max_tokens, mode)
-        user = ex.user
-        need = sum(self.count(t) + 4 for t in (system, user, ex.text, repair)) + out_tokens + OUTPUT_MARGIN
-        if need > self.input_tokens:
-            user = REPAIR_OMITTED
-        messages = _chat(system, user) + [{"role": "assistant", "content": ex.text},
-                                          {"role": "user", "content": repair}]
-        tally.repaired = True
-        text, finish = await self._complete(messages, out_tokens, mode, tally)
-        second = read_answer(text)
-        cut = finish == "length"
-        merged = _combine(first, second, cut)
-        problems = self._problems(merged, None, max_tokens)
-        if problems and cut:
-            problems.insert(0, "the repair answer was cut off at the token limit")
-        if problems:
-            raise BackendError("; ".join(problems) + " (after a repair turn)")
-        return merged.sections
-
-    async def _merge(self, partials: list[_Exchange], system: str, budget: int, out_tokens: int, mode: str,
-                     tally: _Tally) -> list[_Exchange]:
-        """Merge neighbouring partial summaries in groups that fit the budget (one level)."""
-        cap = _cap(mode, out_tokens)
-        blocks = [f"### part {i + 1}\n" + _quote(_partial_text(p, cap)) for i, p in enumerate(partials)]
-        groups: list[list[int]] = [[]]
-        used = 0
-        for i, b in enumerate(blocks):
-            n = self.count(b) + 1
-            if groups[-1] and used + n > budget:
-                groups.append([])
-                used = 0
-            groups[-1].append(i)
-            used += n
-        if len(groups) == len(partials) and len(partials) > 1:  # no two fit together: pair them anyway
-            groups = [list(range(i, min(i + 2, len(partials)))) for i in range(0, len(partials), 2)]
-        merged = []
-        for g in groups:
-            if len(g) == 1:  # alone in its group: goes up a level as it is
-                merged.append(partials[g[0]])
-                continue
-            user = MERGE_NOTE + "\n<partial_summaries>\n" + "\n\n".join(blocks[i] for i in g) + "\n</partial_summaries>"
-            text, finish = await self._complete(_chat(system, user), out_tokens, mode, tally)
-            merged.append(_Exchange(user, text, finish))
-        return merged
-
 
 def _is_local(base_url: str | None) -> bool:
     """A server on this machine (loopback, localhost)."""
@@ -715,37 +479,3 @@ def _is_local(base_url: str | None) -> bool:
     except ValueError:
         return False
     return host in ("localhost", "::1") or host.startswith("127.")
-
-
-def _window_of(reason: str) -> int | None:
-    """The context window a server's error names (llama-cpp-python, llama-server, vLLM, OpenAI)."""
-    m = _WINDOW.search(reason)
-    return int(m.group(1)) if m else None
-
-
-def _chat(system: str, user: str) -> list[dict[str, Any]]:
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
-
-
-def _partial_text(ex: _Exchange, cap: int | None) -> str:
-    """A partial summary as the merge reads it: a JSON answer as markdown sections (cut off in a
-    loop: what comes before it), a markdown answer as the model wrote it (without a reasoning
-    block)."""
-    reading, _, _ = read_bounded(ex.text, ex.finish == "length", cap)
-    if reading.form == "json" and reading.sections:
-        return "\n\n".join(f"## {s}\n{reading.sections[s]}" for s in SECTIONS if s in reading.sections)
-    return strip_thinking(ex.text)
-
-
-def _combine(first: Reading, second: Reading, second_cut: bool) -> Reading:
-    """The answer after a repair turn: the sections of the repair answer replace or complete
-    those of the first (a model may rewrite everything or send only what was missing). A repair
-    answer cut off at max_tokens contributes no text for its last section."""
-    extra = dict(second.sections)
-    if second_cut and second.order and second.form == "markdown":
-        extra.pop(second.order[-1], None)
-    sections = {**first.sections, **extra}
-    ordered = {s: sections[s] for s in SECTIONS if s in sections}
-    repeated = list(dict.fromkeys(second.repeated + [s for s in first.repeated if s not in extra]))
-    error = None if ordered else (second.error or first.error)
-    return Reading(ordered, [s for s in SECTIONS if s not in ordered], repeated, second.form, error, list(ordered))
