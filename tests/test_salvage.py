@@ -141,8 +141,8 @@ def test_a_repair_that_loops_too_is_salvaged_and_asked_again_until_no_field_is_a
 # ---------------------------------------------------------------- fields bounded by maxLength
 
 def test_json_object_requests_bound_every_field_and_json_schema_requests_do_not():
-    """llama-cpp-python turns maxLength into its grammar; OpenAI's strict json_schema refuses
-    keywords it does not know, so json_schema is sent as before."""
+    """llama-cpp-python turns maxLength into its grammar; strict json_schema modes take only a
+    subset of JSON Schema, so json_schema is sent as before."""
     requests = {}
     for mode in ("json_object", "json_schema"):
         with ChatServer(lambda req: Reply(content=orjson.dumps(dict.fromkeys(SECTIONS, "short.")).decode())) as server:
