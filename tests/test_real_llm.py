@@ -18,7 +18,7 @@ import pytest
 from helpers import FIXTURES
 from llm import server as llm
 
-from compactor_cli.backends.dialects import RESPONSE_FORMATS, response_format, window_of
+from compactor_cli.backends.dialects import MAX_FIELD_CHARS, RESPONSE_FORMATS, response_format, window_of
 from compactor_cli.backends.openai_backend import ANTI_LOOP_PENALTY
 from compactor_cli.backends.sections import SECTIONS, parse_sections
 from compactor_cli.model.conversation import check_pairing
@@ -101,6 +101,18 @@ def test_the_real_server_bounds_each_field_by_its_max_length(model_server):
     got = orjson.loads(answer["choices"][0]["message"]["content"])
     assert list(got) == list(fields) and all(len(v) <= 60 for v in got.values())
     assert len(got["story"]) == 60  # the story was stopped by the cap, not by the model
+
+
+def test_the_largest_field_caps_xcompact_sends_leave_the_real_server_alive(model_server):
+    """A maxLength much above 1,000 makes llama-cpp-python 0.3.36 segfault (its grammar of nested
+    groups is refused by llama.cpp, and the server process dies): the caps of the largest
+    budget are taken, and the server answers the next request."""
+    fmt = response_format("json_object", SECTIONS, 1_000_000)
+    assert {p["maxLength"] for p in fmt["schema"]["properties"].values()} == {MAX_FIELD_CHARS}
+    body = {"model": "local", "messages": [{"role": "user", "content": "Summarise: the user booked HAT136."}],
+            "max_tokens": 4, "temperature": 0, "seed": 0, "response_format": fmt}
+    assert llm.chat(model_server.base_url, body)[0] == 200
+    assert llm.chat(model_server.base_url, {**body, "response_format": RESPONSE_FORMATS["json_object"]})[0] == 200
 
 
 def test_defaults_summarise_a_real_run_with_the_negotiated_dialect(model_server, check_server, tmp_path):

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactor_cli.backends import SummaryRequest
-from compactor_cli.backends.dialects import field_chars
+from compactor_cli.backends.dialects import MAX_FIELD_CHARS, MIN_FIELD_CHARS, field_chars
 from compactor_cli.backends.openai_backend import ANTI_LOOP_PENALTY, OpenAIBackend, OpenAIOptions
 from compactor_cli.backends.repair_turns import MISSING_TURNS
 from compactor_cli.backends.salvage import read_bounded, salvage_json, salvaged_reading, trim_loop
@@ -169,3 +169,11 @@ def test_a_field_stopped_by_its_cap_ends_at_its_last_whole_sentence():
     ended = ("One. Two. Three. " * 20)[:cap - 1] + "."
     assert read_bounded(orjson.dumps({"overview": ended}).decode(), False, len(ended))[0].sections["overview"] \
         == "One. Two. Three."
+
+
+@given(st.integers(min_value=1, max_value=1_000_000), st.integers(min_value=1, max_value=8))
+def test_no_field_cap_is_one_a_llama_cpp_python_server_dies_of(max_tokens, n_fields):
+    """Above about 1,000 characters, llama-cpp-python 0.3.36's grammar for maxLength is refused by
+    its llama.cpp and the server process segfaults (the first benchmark run with the caps lost
+    its server on a 1,074-token request); the default 1,024-token budget must stay below."""
+    assert MIN_FIELD_CHARS <= field_chars(max_tokens, n_fields) <= MAX_FIELD_CHARS < 1000

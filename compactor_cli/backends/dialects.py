@@ -23,6 +23,10 @@ RESPONSE_FORMATS: dict[str, dict[str, Any]] = {
     "json_object": {"type": "json_object", "schema": SUMMARY_SCHEMA},
 }
 MIN_FIELD_CHARS = 160  # the smallest maxLength of a field (json_object)
+#: the largest: llama-cpp-python 0.3.36 writes maxLength N as N nested optional groups, and its
+#: llama.cpp refuses a string field of more than about 1,000 of them, whereupon the server process
+#: segfaults (measured: 1,000 taken, 1,012 kills it); 800 keeps a margin
+MAX_FIELD_CHARS = 800
 # statuses with which servers refuse a request they do not understand (llama-cpp-python: 500)
 REJECT_STATUSES = (400, 415, 422, 500, 501)
 NAMES_FORMAT = re.compile(r"(?i)response_format|json_schema|json_object|response format|\bschema\b")
@@ -39,8 +43,9 @@ def normalize_structured(value: str) -> str:
 
 def field_chars(max_tokens: int, n_fields: int) -> int:
     """The maxLength of each field in a json_object request: twice its share of the answer (at
-    about four characters a token), so that no field can take the whole answer."""
-    return max(MIN_FIELD_CHARS, max_tokens * 8 // max(1, n_fields))
+    about four characters a token), so that no field can take the whole answer; never more than
+    a llama-cpp-python server survives (MAX_FIELD_CHARS)."""
+    return min(MAX_FIELD_CHARS, max(MIN_FIELD_CHARS, max_tokens * 8 // max(1, n_fields)))
 
 
 def field_cap(mode: str, max_tokens: int, fields: tuple[str, ...] = SECTIONS) -> int | None:
