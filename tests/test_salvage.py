@@ -4,12 +4,11 @@ heads looped past the frequency penalty, and so did the repair turn that saw the
 
 from __future__ import annotations
 
-import asyncio
-
 import orjson
 from chat_server import ChatServer, Reply
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_answers import _summarize
 
 from compactor_cli.backends import SummaryRequest
 from compactor_cli.backends.dialects import MAX_FIELD_CHARS, MIN_FIELD_CHARS, field_chars
@@ -73,15 +72,6 @@ def test_the_salvaged_reading_names_what_is_missing():
 def _backend(server) -> OpenAIBackend:
     return OpenAIBackend(OpenAIOptions(model="m", base_url=server.base_url, retries=0, structured="json_object"),
                          TokenCounter().text)
-
-
-def _summarize(backend: OpenAIBackend, request: SummaryRequest):
-    async def go():
-        try:
-            return await backend.summarize(request)
-        finally:
-            await backend.aclose()
-    return asyncio.run(go())
 
 
 HEAD = [{"role": "user", "content": f"step {i} " + "words " * 40} for i in range(6)]
