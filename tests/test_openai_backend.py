@@ -204,11 +204,16 @@ def test_prompt_file_replaces_the_instructions(runner, tmp_path):
     assert "continuity summaries" not in system and "system_context" in system
 
 
-def test_auto_picks_openai_from_the_environment(runner, tmp_path):
+def test_auto_does_not_pick_openai_from_the_environment(runner, tmp_path):
+    """Issue 28: OPENAI_BASE_URL (or OPENAI_API_KEY) alone no longer sends conversations; it is
+    the server of a run that chose --backend openai."""
     src, _ = write_convs(tmp_path)
+    args = ["summarize", "-q", "--keep-recent", "6", "--no-cache", str(src), "--report", str(tmp_path / "r.json")]
     with ChatServer() as server:
-        res = runner.invoke(cli, ["summarize", "-q", "--keep-recent", "6", "--no-cache", str(src), "--report",
-                                  str(tmp_path / "r.json")], env={"OPENAI_BASE_URL": server.base_url})
+        res = runner.invoke(cli, args, env={"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": SECRET})
+        assert res.exit_code == 0 and len(server.requests) == 0
+        assert orjson.loads((tmp_path / "r.json").read_bytes())["parameters"]["backend"] == "extractive"
+        res = runner.invoke(cli, [*args, "--backend", "openai"], env={"OPENAI_BASE_URL": server.base_url})
     assert res.exit_code == 0 and len(server.requests) == 1
     assert orjson.loads((tmp_path / "r.json").read_bytes())["parameters"]["backend"] == "openai"
 

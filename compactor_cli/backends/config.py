@@ -23,6 +23,9 @@ class OpenAIConfig:
     structured: str = "auto"  # auto | json_schema | json_object | markdown (json: json_schema)
     seed: int | None = None  # sent as the request's seed (reproducible answers where the server honours it)
     cache_dir: str | None = None  # None: no cache
+    #: why the run sends to this server ("--backend openai", "--base-url", "base-url in FILE"),
+    #: for the messages that name it (the notice on stderr, a failure to connect)
+    chosen_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -35,9 +38,42 @@ class BackendConfig:
 
 
 def choose_backend_name(requested: str, base_url: str | None = None, environ: Any = None) -> str:
-    """``auto`` is openai when a server is named (--base-url, OPENAI_BASE_URL) or OPENAI_API_KEY
-    is set, else the offline extractive summariser."""
-    env = os.environ if environ is None else environ
+    """``auto`` is openai only when the user named a server (``base_url``: --base-url, or a config
+    file the user named); else the offline extractive summariser. The environment never chooses:
+    OPENAI_API_KEY is only the key, and OPENAI_BASE_URL only the server, of a run that chose the
+    openai backend (``environ`` is accepted for older callers and not read)."""
     if requested != "auto":
         return requested
-    return "openai" if base_url or env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL") else "extractive"
+    return "openai" if base_url else "extractive"
+
+
+#: Where the openai client sends requests when no base URL is given.
+DEFAULT_SERVER = "https://api.openai.com/v1"
+
+
+class BadServerURL(ValueError):
+    """A base URL that is not http(s)://HOST[:PORT]/... (never quoted: it may hold credentials)."""
+
+
+def server_url(base_url: str | None, environ: Any = None) -> str:
+    """The URL the openai backend sends to: ``base_url``, else OPENAI_BASE_URL, else OpenAI's API.
+    Raises BadServerURL for one that is not http(s) with a host."""
+    env = os.environ if environ is None else environ
+    url = base_url or env.get("OPENAI_BASE_URL") or DEFAULT_SERVER
+    server_host(url)
+    return url
+
+
+def server_host(url: str) -> str:
+    """HOST[:PORT] of a server URL, without user-info (what the run names on stderr)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise BadServerURL("not a valid URL") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BadServerURL("expected http://HOST[:PORT]/v1 or https://...")
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{host}:{port}" if port is not None else host

@@ -3,11 +3,15 @@ their options from there, and this imports the backends)."""
 
 from __future__ import annotations
 
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from . import Backend
 from .config import BackendConfig, OpenAIConfig, choose_backend_name
+
+if TYPE_CHECKING:
+    from .openai_backend import OpenAIBackend
 
 
 def make_backend(config: BackendConfig | str | None, text_tokens: Any, max_summary_tokens: int) -> Backend:
@@ -16,7 +20,7 @@ def make_backend(config: BackendConfig | str | None, text_tokens: Any, max_summa
     the prompt) raise UsageError here, before any work."""
     if config is None or isinstance(config, str):
         name = choose_backend_name(config or "extractive")
-        config = BackendConfig(name, OpenAIConfig() if name == "openai" else None)
+        config = BackendConfig(name, OpenAIConfig(chosen_by=f"backend {name!r}") if name == "openai" else None)
     if config.name == "extractive":
         from .extractive import ExtractiveBackend
 
@@ -24,14 +28,40 @@ def make_backend(config: BackendConfig | str | None, text_tokens: Any, max_summa
     if config.name == "openai":
         from dataclasses import asdict
 
-        from .openai_backend import OpenAIBackend, OpenAIOptions
+        from .openai_backend import OpenAIOptions
 
-        backend = OpenAIBackend(OpenAIOptions(**asdict(config.openai or OpenAIConfig())), text_tokens)
+        options = asdict(config.openai or OpenAIConfig(chosen_by="backend 'openai'"))
+        backend = _named_server_backend()(OpenAIOptions(**options), text_tokens)
         backend.check_budget(max_summary_tokens)
         return backend
     if config.name == "plugin" and config.plugin:
         return plugin_backend(config.plugin, text_tokens)
     raise UsageError(f"unknown backend {config.name!r}; choose extractive or openai")
+
+
+@cache
+def _named_server_backend() -> type[OpenAIBackend]:
+    """OpenAIBackend whose failures to connect name the server and why the run uses it (the
+    transport alone says "All connection attempts failed"). Made on first use: the openai
+    backend's modules are imported only by a run that uses it."""
+    from .config import server_host
+    from .openai_backend import DEFAULT_ENDPOINT, OpenAIBackend
+
+    class NamedServerBackend(OpenAIBackend):
+        def _describe(self, exc: Any) -> str:
+            text = super()._describe(exc)
+            import openai
+
+            if not isinstance(exc, openai.APIConnectionError):  # timeouts included
+                return text
+            try:
+                host = server_host(self.base_url or DEFAULT_ENDPOINT)
+            except ValueError:
+                host = "the server of OPENAI_BASE_URL"
+            why = self.opts.chosen_by or "--backend openai"
+            return f"{text} (the model server at {host}, used because of {why})"
+
+    return NamedServerBackend
 
 
 def plugin_backend(spec: str, text_tokens: Any) -> Backend:

@@ -69,6 +69,7 @@ def run(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> None:
             raise click.UsageError(f"{source} sets {name.replace('_', '-')} = true: {flag} rewrites inputs, so it is "
                                    f"never taken from a config file; give {flag} on the command line (or remove "
                                    "it from the file)")
+    announce_server(settings)
     if io.get("engine") == "ray":
         _run_ray(settings, io, parameters)
     if io.get("address"):
@@ -135,6 +136,22 @@ def _run_ray(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> N
     sys.exit(code)
 
 
+def announce_server(settings: Any) -> None:
+    """Once per run that sends conversations to a model server, before anything is sent: to
+    which host (no user-info, no key) and why, even with -q (it says where the data goes)."""
+    from ..backends.config import BadServerURL, server_host, server_url
+
+    backend = getattr(settings, "backend", None)
+    if backend is None or backend.name != "openai" or backend.openai is None:
+        return
+    try:
+        host = server_host(server_url(backend.openai.base_url))
+    except BadServerURL as exc:  # checked when the options were built; never quoted
+        raise click.UsageError(f"the model server's URL is not usable ({exc})") from None
+    emit(f"xcompact: sending conversations to summarise to the model server at {host} "
+         f"({backend.openai.chosen_by or '--backend openai'})")
+
+
 def _explicit(name: str) -> bool:
     """Was option ``name`` given on the command line (not a default or a config value)?"""
     source = click.get_current_context().get_parameter_source(name)
@@ -151,8 +168,9 @@ def configured(command: str, kw: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     values = {k: v for k, v in kw.items() if k not in RUN_OPTIONS}
     io["strict"] = values.get("strict", False)
     explicit = {k for k in values if _explicit(k)}
-    try:
-        configured = build(command, values, explicit)  # refuses --check with --dry-run first
+    try:  # refuses --check with --dry-run first
+        configured = build(command, values, explicit,
+                           config_file=click.get_current_context().meta.get("xcompact_config"))
     except UsageError as exc:
         raise click.UsageError(str(exc)) from None
     if values.get("check") or values.get("dry_run"):

@@ -71,11 +71,36 @@ def settings_for(command: str, **options: Any) -> Settings:
     return configure(command, **options).settings
 
 
-def _backend(values: dict[str, Any], explicit: set[str],
-             dry_run: bool = False) -> tuple[BackendConfig | None, dict[str, Any], list[str]]:
+def _chosen_by(v: dict[str, Any], explicit: set[str], config_file: str | None) -> str:
+    """Why the run sends to a model server, as its messages say it: the flag the user gave, or
+    the key of the config file the user named (a found one cannot choose: cli/config_file.py)."""
+    if v["backend"] == "openai":
+        if "backend" in explicit or not config_file:
+            return "--backend openai"
+        return f"backend = openai in {config_file}"
+    return "--base-url" if "base_url" in explicit or not config_file else f"base-url in {config_file}"
+
+
+def _unused_environment(v: dict[str, Any]) -> list[str]:
+    """``auto`` chose the offline summariser although the environment holds a key or a server:
+    one line saying they are not used, and how to use them."""
+    import os
+
+    names = [n for n in ("OPENAI_API_KEY", "OPENAI_BASE_URL") if os.environ.get(n)]
+    if v["backend"] != "auto" or not names:
+        return []
+    what = " and ".join(names) + (" are" if len(names) > 1 else " is")
+    return [f"{what} set but not used: --backend auto summarises offline (extractive) unless a server is named; "
+            "give --backend openai to send conversations to a model server"]
+
+
+def _backend(values: dict[str, Any], explicit: set[str], dry_run: bool = False,
+             config_file: str | None = None) -> tuple[BackendConfig | None, dict[str, Any], list[str]]:
     """The summariser backend as a typed object, the parameters the report records, warnings.
     openai-only options given to the extractive backend are a usage error (``--backend
-    extractive``) or a warning (``auto`` found no server)."""
+    extractive``) or a warning (``auto`` found no server). ``config_file``: the config file the
+    values not in ``explicit`` may come from (named in the messages that say why a server is used)."""
+    from ..backends.config import BadServerURL, server_url
     from ..model.paths import default_cache_dir
     from ..model.secrets import redact_url
 
@@ -89,8 +114,9 @@ def _backend(values: dict[str, Any], explicit: set[str],
             if v["backend"] == "extractive":
                 verb = "apply" if len(given) > 1 else "applies"
                 raise UsageError(f"{flags} {verb} only to the openai backend; drop it or use --backend openai")
-            warnings.append(f"{flags} ignored: no OPENAI_API_KEY, OPENAI_BASE_URL or --base-url, so the "
+            warnings.append(f"{flags} ignored: no server named (--backend openai or --base-url), so the "
                             "offline extractive summariser is used")
+        warnings.extend(_unused_environment(v))
     params: dict[str, Any] = {"backend": chosen}
     if chosen not in ("openai", "extractive"):  # a plug-in: made here once, so a bad name fails before any work
         given = [n for n in OPENAI_ONLY if n in explicit]
@@ -103,6 +129,12 @@ def _backend(values: dict[str, Any], explicit: set[str],
         return BackendConfig("plugin", plugin=chosen), params, warnings
     if chosen != "openai":
         return BackendConfig("extractive"), params, warnings
+    if not v["base_url"]:
+        try:
+            server_url(None)  # OPENAI_BASE_URL, else OpenAI's API
+        except BadServerURL as exc:  # never quoted: it may hold credentials
+            raise UsageError(f"OPENAI_BASE_URL is not a usable server URL ({exc}); correct it, unset it or give "
+                             "--base-url") from None
     instructions = None
     prompt_file = v["prompt_file"]
     if prompt_file:
@@ -118,7 +150,8 @@ def _backend(values: dict[str, Any], explicit: set[str],
                           timeout=v["timeout"], retries=v["retries"], concurrency=v["concurrency"],
                           instructions=instructions, summary_input_tokens=v["summary_input_tokens"],
                           structured=v["structured"], seed=v["seed"],
-                          cache_dir=None if v["no_cache"] else (v["cache_dir"] or default_cache_dir()))
+                          cache_dir=None if v["no_cache"] else (v["cache_dir"] or default_cache_dir()),
+                          chosen_by=_chosen_by(v, explicit, config_file))
     params.update(summary_model=v["summary_model"], base_url=redact_url(v["base_url"]), temperature=v["temperature"],
                   timeout=v["timeout"], retries=v["retries"], concurrency=v["concurrency"], prompt_file=prompt_file,
                   summary_input_tokens=v["summary_input_tokens"], structured=v["structured"], seed=v["seed"],
@@ -126,13 +159,15 @@ def _backend(values: dict[str, Any], explicit: set[str],
     return BackendConfig("openai", config), params, warnings
 
 
-def build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) -> Configured:
+def build(command: str, values: dict[str, Any], explicit: Iterable[str] = (),
+          config_file: str | None = None) -> Configured:
     """Settings and report parameters from click's parameter values (what the CLI passes: every
     option of the command, by its click parameter name, already converted). ``explicit``: the
-    parameters the user gave (openai-only options given to the extractive backend are refused)."""
+    parameters the user gave (openai-only options given to the extractive backend are refused);
+    ``config_file``: the config file the other values may come from (for the messages)."""
     from dataclasses import replace
 
-    configured = _build(command, values, explicit)
+    configured = _build(command, values, explicit, config_file)
     history = values.get("claude_code_history") or "since-compaction"
     if history != "since-compaction":  # recorded only when not the default (journal keys, reports unchanged)
         configured = Configured(command, replace(configured.settings, claude_code_history=history),
@@ -166,7 +201,8 @@ def _tier1_controls(command: str, values: dict[str, Any], explicit: set[str]) ->
     return v, controls
 
 
-def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) -> Configured:
+def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = (),
+           config_file: str | None = None) -> Configured:
     v = values
     explicit = set(explicit)
     strict = v.get("strict", False)
@@ -193,12 +229,14 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) -
         from ..tiers.options import SummarizeOptions
 
         dry_run = v["dry_run"]
-        backend, params, warnings = _backend(v, explicit, dry_run=dry_run)
+        backend, params, warnings = _backend(v, explicit, dry_run=dry_run, config_file=config_file)
         keep_originals = v["originals"] == "keep"
         summary = SummarizeOptions(keep_recent=v["keep_recent"], max_summary_tokens=v["max_summary_tokens"],
-                                   preserve_system=v["preserve_system"], keep_originals=keep_originals)
+                                   preserve_system=v["preserve_system"], keep_originals=keep_originals,
+                                   keep_task=v["keep_task"], evidence=v["evidence"])
         params.update(keep_recent=v["keep_recent"], max_summary_tokens=v["max_summary_tokens"],
-                      preserve_system=v["preserve_system"], originals=v["originals"], strict=strict,
+                      preserve_system=v["preserve_system"], keep_task=v["keep_task"], evidence=v["evidence"],
+                      originals=v["originals"], strict=strict,
                       encoding=v["encoding"], dry_run=dry_run)
         return Configured(command, Settings("summarize", keep_originals=keep_originals, strict=strict,
                                             encoding=v["encoding"], summary=summary, backend=backend,
@@ -225,7 +263,8 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) -
             controls["strategy"] = v["strategy"]
         token_threshold, message_threshold, source = resolve_threshold(
             v["token_threshold"], v["message_threshold"], v["conversation_model"], v["context_window"])
-        backend, params, warnings = (None, {}, []) if check else _backend(v, explicit, dry_run=dry_run)
+        backend, params, warnings = ((None, {}, []) if check
+                                     else _backend(v, explicit, dry_run=dry_run, config_file=config_file))
         keep_originals = v["originals"] == "keep"
         policy = Policy(token_threshold=token_threshold, message_threshold=message_threshold, keep=v["keep"],
                         keep_recent=v["keep_recent"], escalation_rounds=v["escalation_rounds"],
@@ -233,12 +272,13 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = ()) -
                         preserve_system=v["preserve_system"], keep_originals=keep_originals,
                         exclude_tools=v["exclude_tools"], keep_turns=v["keep_turns"],
                         clear_at_least=v["clear_at_least"], placeholder=v["placeholder"],
-                        clear_tool_inputs=v["clear_tool_inputs"])
+                        clear_tool_inputs=v["clear_tool_inputs"], keep_task=v["keep_task"], evidence=v["evidence"])
         params.update(controls)
         params.update(token_threshold=token_threshold, message_threshold=message_threshold, keep=v["keep"],
                       keep_recent=v["keep_recent"], escalation_rounds=v["escalation_rounds"],
                       max_retries=v["max_retries"], max_summary_tokens=v["max_summary_tokens"],
-                      preserve_system=v["preserve_system"], keep_originals=keep_originals, threshold_source=source,
+                      preserve_system=v["preserve_system"], keep_task=v["keep_task"], evidence=v["evidence"],
+                      keep_originals=keep_originals, threshold_source=source,
                       model=v["conversation_model"], context_window=v["context_window"], check=check,
                       dry_run=dry_run, originals=v["originals"], strict=strict, encoding=v["encoding"])
         settings = Settings("compact", keep=v["keep"], keep_originals=keep_originals, strict=strict,

@@ -207,6 +207,12 @@ CUT_OPTIONS: list[Slot] = [
     click.option("--preserve-system/--replace-system", default=True, show_default=True,
                  help="Keep the system prompt verbatim above the summary (Claude Code, Codex and OpenHands "
                       "keep it), or replace it by the summary as xun does."),
+    click.option("--keep-task/--no-keep-task", default=True, show_default=True,
+                 help="Keep the task (the first user message that is the user speaking, not a harness's "
+                      "reminder) verbatim, first after the system message."),
+    click.option("--evidence/--no-evidence", default=True, show_default=True,
+                 help="End the summary with xcompact's evidence section (files changed and read, errors met, "
+                      "tests, failed commands), computed from the transcript for every backend."),
 ]
 #: compact's own: the trigger, the conversation's model, escalation and retries, --check.
 THRESHOLD_OPTIONS: list[Slot] = [
@@ -240,14 +246,16 @@ def _backend_opts(model_flag: str) -> list[Slot]:
     return [
         click.option("--backend", default="auto", show_default=True, callback=_backend_name,
                      metavar="auto|extractive|openai|MODULE:ATTR",
-                     help="auto: openai when --base-url, OPENAI_BASE_URL or OPENAI_API_KEY is given, else the "
-                          "offline extractive one; MODULE:ATTR (or an xcompact.backends entry point): a summariser "
-                          "of your own implementing the backend protocol."),
+                     help="auto: openai when a server is named (--base-url, or base-url in a --config file), else "
+                          "the offline extractive one (OPENAI_API_KEY or OPENAI_BASE_URL alone never sends data); "
+                          "MODULE:ATTR (or an xcompact.backends entry point): a summariser of your own implementing "
+                          "the backend protocol."),
         click.option(model_flag, "summary_model", default=None,
                      help="Model of the openai summariser [default: gpt-4o-mini"
                           + ("; for compact, its --model" if model_flag != "--model" else "") + "]."),
         click.option("--base-url", default=None, callback=_base_url,
-                     help="OpenAI-compatible server URL (or OPENAI_BASE_URL)."),
+                     help="OpenAI-compatible server URL; chooses the openai backend [with --backend openai: "
+                          "OPENAI_BASE_URL, else https://api.openai.com/v1]."),
         click.option("--temperature", type=click.FloatRange(min=0.0, max=2.0), default=0.0, show_default=True,
                      callback=_finite, help="Sampling temperature (0 to 2)."),
         click.option("--timeout", type=click.FloatRange(min=0.1), default=None, callback=_finite,
