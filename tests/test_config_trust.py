@@ -13,6 +13,8 @@ so a request the run should not make is seen, never sent anywhere else."""
 
 from __future__ import annotations
 
+import sys
+
 import orjson
 import pytest
 from chat_server import ChatServer
@@ -146,3 +148,158 @@ def test_a_bad_openai_base_url_is_a_usage_error_that_does_not_quote_it(runner, t
                         env={"OPENAI_BASE_URL": "ftp://bob:s3cret@[::1"})
     assert res.exit_code == 2 and "OPENAI_BASE_URL" in res.stderr and "s3cret" not in res.stderr
     assert "Traceback" not in res.stderr
+
+
+# ---------------------------------------------------------------- 2. a found pyproject.toml
+
+
+def _pyproject(tmp_path, body: str) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.xcompact]\n" + body)
+
+
+def _refused(res, *words: str) -> None:
+    assert res.exit_code == 2, (res.exit_code, res.stderr)
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    message = lines[-1]
+    assert "Traceback" not in res.stderr
+    assert "pyproject.toml" in message and "--config" in message, message
+    for word in words:
+        assert word in message, (word, message)
+
+
+PLUGIN = """
+import pathlib
+pathlib.Path({marker!r}).write_text("imported")
+
+class Plugin:
+    def should_compact(self, dump, counter): return False
+    def compact(self, dump, counter): return dump
+    async def summarize(self, request): raise RuntimeError("never")
+"""
+
+
+@pytest.mark.parametrize("key", ["strategy", "backend"])
+def test_a_found_pyproject_cannot_load_a_plugin(runner, tmp_path, monkeypatch, key):
+    """[tool.xcompact] strategy/backend = "MODULE:ATTR" in the working directory's pyproject.toml
+    imported (ran) that module."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    marker = tmp_path / "imported.txt"
+    module = f"trust_plugin_{key}"
+    (tmp_path / f"{module}.py").write_text(PLUGIN.format(marker=str(marker)))
+    (tmp_path / "pyproject.toml").write_text(f'[tool.xcompact.compact]\n{key} = "{module}:Plugin"\n')
+    src = _conv_file(tmp_path)
+    res = runner.invoke(cli, ["compact", "--token-threshold", "1000", str(src)])
+    _refused(res, key)
+    assert not marker.exists() and module not in sys.modules
+
+
+@pytest.mark.parametrize("body, key", [
+    ('base-url = "{url}"\n', "base-url"),
+    ('backend = "openai"\n', "backend"),
+    ('base-url = "{url}"\nbackend = "openai"\n', "base-url"),
+])
+def test_a_found_pyproject_cannot_choose_a_server(runner, tmp_path, monkeypatch, body, key):
+    """A found pyproject.toml set the server, and the user's key and conversations went to it."""
+    monkeypatch.chdir(tmp_path)
+    src = _conv_file(tmp_path)
+    with ChatServer() as server:
+        _pyproject(tmp_path, body.format(url=server.base_url))
+        res = runner.invoke(cli, ["summarize", "--keep-recent", "6", "--no-cache", str(src)],
+                            env={"OPENAI_API_KEY": SECRET, "OPENAI_BASE_URL": server.base_url})
+    _refused(res, key)
+    assert server.requests == [] and SECRET not in res.stderr
+
+
+def test_a_found_pyproject_cannot_choose_a_file_to_send(runner, tmp_path, monkeypatch):
+    """The user named the server; a found pyproject.toml named the prompt file, whose text went to it."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "private.txt").write_text("PRIVATE NOTES")
+    _pyproject(tmp_path, 'prompt-file = "private.txt"\n')
+    src = _conv_file(tmp_path)
+    with ChatServer() as server:
+        res = runner.invoke(cli, ["summarize", "--backend", "openai", "--base-url", server.base_url, "--no-cache",
+                                  "--keep-recent", "6", str(src)])
+    _refused(res, "prompt-file")
+    assert server.requests == []
+
+
+@pytest.mark.parametrize("body, key, written", [
+    ('output = "victim.jsonl"\n', "output", "victim.jsonl"),
+    ('report = "victim.json"\n', "report", "victim.json"),
+    ('html = "victim.html"\n', "html", "victim.html"),
+    ('api-ready = "victim.sidecar"\n', "api-ready", "victim.sidecar"),
+    ('cache-dir = "victim-cache"\n', "cache-dir", "victim-cache"),
+])
+def test_a_found_pyproject_cannot_choose_files_to_write(runner, tmp_path, monkeypatch, body, key, written):
+    """A command the user ran towards stdout wrote (overwrote) a file the found pyproject.toml named."""
+    monkeypatch.chdir(tmp_path)
+    _pyproject(tmp_path, body)
+    src = _conv_file(tmp_path)
+    res = runner.invoke(cli, ["summarize", "--backend", "extractive", "--keep-recent", "6", str(src)])
+    _refused(res, key)
+    assert not (tmp_path / written).exists()
+    assert res.stdout == ""
+
+
+@pytest.mark.parametrize("body, key", [('engine = "ray"\n', "engine"), ('address = "10.0.0.1:6379"\n', "address")])
+def test_a_found_pyproject_cannot_send_records_to_a_cluster(runner, tmp_path, monkeypatch, body, key):
+    monkeypatch.chdir(tmp_path)
+    _pyproject(tmp_path, body)
+    res = runner.invoke(cli, ["toolcall", str(FIXTURES / "swe_agent_3.jsonl")])
+    _refused(res, key)
+
+
+def test_every_refused_key_is_named_in_one_line(runner, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _pyproject(tmp_path, 'output = "a.jsonl"\nreport = "r.json"\n[tool.xcompact.compact]\nstrategy = "x:Y"\n')
+    res = runner.invoke(cli, ["compact", str(FIXTURES / "swe_agent_3.jsonl")])
+    _refused(res, "output", "report", "strategy")
+    assert len([ln for ln in res.stderr.splitlines() if ln.strip()]) <= 3  # usage banner, hint, the one error line
+
+
+def test_harmless_keys_of_a_found_pyproject_still_apply(runner, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _pyproject(tmp_path, 'keep = 2\nencoding = "cl100k_base"\nbackend = "extractive"\nengine = "local"\nquiet = true\n'
+                         'summary-model = "some-model"\nno-cache = true\n'
+                         '[tool.xcompact.compact]\ntoken-threshold = 100000\nkeep-recent = 3\n')
+    res = runner.invoke(cli, ["compact", str(FIXTURES / "swe_agent_3.jsonl"), "--report", "r.json"])
+    assert res.exit_code == 0, res.stderr
+    params = _report(tmp_path / "r.json")["parameters"]
+    assert params["token_threshold"] == 100000 and params["keep"] == 2 and params["keep_recent"] == 3
+    assert params["backend"] == "extractive" and params["encoding"] == "cl100k_base"
+    assert res.stderr == ""  # quiet = true
+
+
+def test_the_command_line_overrides_a_refused_key(runner, tmp_path, monkeypatch):
+    """The file's value never applies, so the command line giving the option is no conflict."""
+    monkeypatch.chdir(tmp_path)
+    _pyproject(tmp_path, 'output = "victim.jsonl"\nbackend = "openai"\nkeep = 0\n')
+    res = runner.invoke(cli, ["toolcall", "-q", str(FIXTURES / "swe_agent_3.jsonl"), "-o", "mine.jsonl"])
+    assert res.exit_code == 0, res.stderr
+    res = runner.invoke(cli, ["summarize", "-q", "--backend", "extractive", str(FIXTURES / "swe_agent_3.jsonl"),
+                              "-o", "mine.jsonl"])
+    assert res.exit_code == 0, res.stderr
+    assert (tmp_path / "mine.jsonl").exists() and not (tmp_path / "victim.jsonl").exists()
+
+
+def test_a_config_named_with_dash_dash_config_is_trusted(runner, tmp_path, monkeypatch):
+    """Naming the same file with --config is the opt-in: its server and its output are used, and
+    the notice says where the choice came from."""
+    monkeypatch.chdir(tmp_path)
+    src = _conv_file(tmp_path)
+    with ChatServer() as server:
+        (tmp_path / "pyproject.toml").write_text(f'[tool.xcompact]\nbase-url = "{server.base_url}"\n'
+                                                 'output = "named.jsonl"\nno-cache = true\nkeep-recent = 6\n')
+        res = runner.invoke(cli, ["summarize", "--config", "pyproject.toml", str(src)])
+    assert res.exit_code == 0, res.stderr
+    assert len(server.requests) == 1 and (tmp_path / "named.jsonl").exists()
+    assert [ln for ln in res.stderr.splitlines() if NOTICE in ln] == \
+        [f"{NOTICE} {_host(server)} (base-url in pyproject.toml)"]
+
+
+def test_in_place_stays_refused_from_a_named_config(runner, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.toml").write_text("in-place = true\n")
+    res = runner.invoke(cli, ["toolcall", "--config", "c.toml", str(FIXTURES / "swe_agent_3.jsonl")])
+    assert res.exit_code == 2 and "in-place" in res.stderr

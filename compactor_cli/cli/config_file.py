@@ -1,6 +1,12 @@
 """Options pinned in ``[tool.xcompact]`` of pyproject.toml (in the working directory) or in a
 file given with ``--config``; command-line flags win.
 
+A pyproject.toml merely found in the working directory (a cloned repository, a dataset folder
+someone else prepared) is trusted with less than a file the user names: it cannot set the
+options of ``NEEDS_TRUST`` (they load code, choose where credentials or text are sent, or choose
+which files are written); naming it with ``--config`` trusts it. ``in-place`` comes from the
+command line only, whatever the file.
+
 Keys are option names without the dashes (``token-threshold`` or ``token_threshold``).
 ``[tool.xcompact]`` applies to every command that has the option; ``[tool.xcompact.compact]``
 (and so on) to one command only, and wins. A ``--config`` file may hold the same tables, or
@@ -59,6 +65,16 @@ def find_config(explicit: str | None) -> tuple[str | None, dict[str, Any]]:
 #: pyproject.toml in the working directory must not rewrite the input of a command that asked
 #: for stdout); the command line must say them.
 DESTRUCTIVE = ("in_place",)
+
+#: Options a config file merely found in the working directory may not set, by click parameter
+#: name, with the values it may still give: they import code (a strategy or backend plug-in),
+#: choose where credentials or text are sent (the server, the prompt file, a Ray cluster), or
+#: choose which files are written (outputs, report, page, sidecar, the summary cache). The
+#: command line or a file named with --config sets them.
+NEEDS_TRUST: dict[str, tuple[Any, ...]] = {
+    "strategy": (), "backend": ("auto", "extractive"), "base_url": (), "prompt_file": (), "engine": ("local",),
+    "address": (), "output": (), "report_path": (), "html": (), "api_ready": (), "cache_dir": (),
+}
 
 
 def _checked(command: click.Command, values: dict[str, Any], source: str) -> dict[str, Any]:
@@ -133,6 +149,21 @@ def load_config_callback(ctx: click.Context, param: click.Parameter, value: str 
         for name in DESTRUCTIVE:  # checked in cli._run: refused unless the command line says it too
             if defaults.pop(name, False):
                 ctx.meta.setdefault("xcompact_config_destructive", []).append((name, source))
+        if value is None:  # found, not named: what needs trust never becomes a default (cli.launch refuses it)
+            for name in [n for n in defaults if n in NEEDS_TRUST and defaults[n] not in NEEDS_TRUST[n]]:
+                del defaults[name]
+                ctx.meta.setdefault("xcompact_config_untrusted", []).append(name)
         ctx.default_map = {**(ctx.default_map or {}), **defaults}
     ctx.meta["xcompact_config"] = source
     return source
+
+
+def untrusted_message(command: click.Command, names: list[str], source: str) -> str:
+    """One line refusing the keys ``names`` of the found config ``source``, saying how to opt in."""
+    flags = {p.name: max((o for o in getattr(p, "opts", []) if o.startswith("--")), key=len, default=p.name)
+             for p in command.params}
+    keys = ", ".join(str(flags.get(n) or n).lstrip("-") for n in names)
+    return (f"{source} was found in the working directory, not named with --config, so it may not set {keys} "
+            "(options that load code, choose where data is sent or which files are written); give "
+            f"{'it' if len(names) == 1 else 'them'} on the command line, or trust the file with "
+            f"--config {os.path.basename(source)}")

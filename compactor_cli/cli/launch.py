@@ -152,6 +152,18 @@ def announce_server(settings: Any) -> None:
          f"({backend.openai.chosen_by or '--backend openai'})")
 
 
+def _refuse_untrusted_config() -> None:
+    """Keys that need trust, from a config file found in the working directory (cli/config_file.py
+    kept them out of the defaults): refused unless the command line gives the option itself."""
+    from .config_file import untrusted_message
+
+    ctx = click.get_current_context()
+    names = [n for n in ctx.meta.get("xcompact_config_untrusted", []) if not _explicit(n)]
+    if names:
+        source = ctx.meta.get("xcompact_config") or "pyproject.toml"
+        raise click.UsageError(untrusted_message(ctx.command, names, source))
+
+
 def _explicit(name: str) -> bool:
     """Was option ``name`` given on the command line (not a default or a config value)?"""
     source = click.get_current_context().get_parameter_source(name)
@@ -164,6 +176,7 @@ def configured(command: str, kw: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     from ..engine.configure import build
     from ..engine.params import RUN_OPTIONS
 
+    _refuse_untrusted_config()
     io = {k: v for k, v in kw.items() if k in RUN_OPTIONS}
     values = {k: v for k, v in kw.items() if k not in RUN_OPTIONS}
     io["strict"] = values.get("strict", False)
