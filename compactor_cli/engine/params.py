@@ -207,12 +207,6 @@ CUT_OPTIONS: list[Slot] = [
     click.option("--preserve-system/--replace-system", default=True, show_default=True,
                  help="Keep the system prompt verbatim above the summary (Claude Code, Codex and OpenHands "
                       "keep it), or replace it by the summary as xun does."),
-    click.option("--keep-task/--no-keep-task", default=True, show_default=True,
-                 help="Keep the task (the first user message that is the user speaking, not a harness's "
-                      "reminder) verbatim, first after the system message."),
-    click.option("--evidence/--no-evidence", default=True, show_default=True,
-                 help="End the summary with xcompact's evidence section (files changed and read, errors met, "
-                      "tests, failed commands), computed from the transcript for every backend."),
 ]
 #: compact's own: the trigger, the conversation's model, escalation and retries, --check.
 THRESHOLD_OPTIONS: list[Slot] = [
