@@ -24,7 +24,9 @@ def _config_callback(ctx: click.Context, param: click.Parameter, value: str | No
 #: --config: the command line's alone (the batch function reads no file); the commands' option
 #: lists (engine/params.py) leave a slot for it.
 config_option = click.option("--config", metavar="FILE", is_eager=True, expose_value=False, callback=_config_callback,
-                             help="TOML file of option defaults ([tool.xcompact] tables) [default: ./pyproject.toml].")
+                             help="TOML file of option defaults ([tool.xcompact] tables), trusted with every option "
+                                  "but --in-place [default: ./pyproject.toml, which may not set the options that "
+                                  "load code, choose the server or prompt file, or the files written].")
 
 
 def emit(line: str) -> None:
