@@ -18,6 +18,7 @@ from helpers import FIXTURES, ROOT
 from compactor_cli.backends import SummaryRequest
 from compactor_cli.backends.extractive import ExtractiveBackend, dedupe_key
 from compactor_cli.backends.sections import SECTIONS, parse_sections
+from compactor_cli.evidence import sent_text
 from compactor_cli.model.tokens import TokenCounter
 from compactor_cli.status import Status
 from compactor_cli.tiers.summarize import summarize_dump
@@ -182,9 +183,12 @@ def test_planted_facts_are_recalled_on_real_transcripts():
                 continue
             dump, facts = planted
             new, status, details = summarize_dump(dump, keep_recent=16, max_summary_tokens=1024)
+            if status is Status.NOTHING_TO_CONDENSE:  # the task kept verbatim left too small a head
+                continue
             assert status is Status.SUMMARIZED, (where, details)
+            sent = sent_text(new["messages"])  # what a model is sent: the summary, the task kept verbatim
             for kind, needle in facts:
-                hits[kind].append(needle in new["messages"][0]["content"])
+                hits[kind].append(" ".join(needle.split()) in sent)
     n = sum(len(v) for v in hits.values())
     recall = sum(sum(v) for v in hits.values()) / n
     per_kind = {k: round(sum(hits[k]) / len(hits[k]), 2) for k in KINDS}
@@ -200,4 +204,6 @@ def test_every_section_is_present_and_canonical_on_real_transcripts():
         if status is Status.SUMMARIZED:
             text = summary_part(new)
             assert list(parse_sections(text)) == list(SECTIONS)
-            assert [line for line in text.splitlines() if line.startswith("## ")] == [f"## {s}" for s in SECTIONS]
+            headings = [line for line in text.splitlines() if line.startswith("## ")]
+            # the eight, then xcompact's evidence section when the head has evidence
+            assert headings in ([f"## {s}" for s in SECTIONS], [f"## {s}" for s in SECTIONS] + ["## evidence"])

@@ -30,8 +30,12 @@ SHORT = st.text(alphabet="abcdefghij_0123456789", min_size=1, max_size=6)
 SETTINGS = settings(max_examples=int(os.environ.get("XCOMPACT_FORMATS_EXAMPLES") or 60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def _cut_before_formats(messages, keep_recent=16):
-    """summarize.choose_cut_point as it was before the formats (c35441a), for OpenAI dumps."""
+def _cut_before_formats(messages, keep_recent=16, keep_task=False):
+    """summarize.choose_cut_point as it was before the formats (c35441a), for OpenAI dumps, with
+    issue 27's two changes: a harness's repeated or injected user messages are not the user speaking
+    (the last *real* user message is force-kept when the kept part has none), and the task (the first
+    real user message) is kept first when the head holds it and something besides."""
+    from compactor_cli.evidence.harness import real_user_indices
     from compactor_cli.tiers.cut import Cut
 
     system = 0 if messages and messages[0].get("role") == "system" else None
@@ -42,14 +46,23 @@ def _cut_before_formats(messages, keep_recent=16):
         cut -= 1
     head = list(range(start, cut))
     kept = list(range(cut, n))
+    real = real_user_indices(messages)
     forced = None
-    if head and not any(messages[i].get("role") == "user" for i in kept):
-        users = [i for i in head if messages[i].get("role") == "user"]
+    if head and not any(i in real for i in kept):
+        users = [i for i in head if i in real]
+        if not users and not any(messages[i].get("role") == "user" for i in kept):
+            users = [i for i in head if messages[i].get("role") == "user"]
         if users:
             forced = users[-1]
             head.remove(forced)
             kept.insert(0, forced)
-    return Cut(system, head, kept, forced)
+    task = None
+    if keep_task and real and real[0] in head and len(head) > 1 \
+            and len(str(messages[real[0]].get("content") or "")) <= 40_000:
+        task = real[0]
+        head.remove(task)
+        kept.insert(0, task)
+    return Cut(system, head, kept, forced, task)
 
 
 # ---------------------------------------------------------------- strategies: Anthropic
@@ -411,9 +424,10 @@ def test_the_format_aware_cut_is_the_old_cut_for_openai_dumps():
     from compactor_cli.tiers.cut import choose_cut_point
 
     @SETTINGS
-    @given(conversations(), st.integers(0, 10))
-    def check(dump, keep_recent):
-        assert _cut_before_formats(dump["messages"], keep_recent) == choose_cut_point(dump["messages"], keep_recent)
+    @given(conversations(), st.integers(0, 10), st.booleans())
+    def check(dump, keep_recent, keep_task):
+        assert _cut_before_formats(dump["messages"], keep_recent, keep_task) == choose_cut_point(
+            dump["messages"], keep_recent, keep_task)
 
     check()
 
@@ -519,7 +533,7 @@ def test_responses_tier1_and_summary():
     out, status = tier2(RESPONSES, "responses", 2)
     assert status.value == "SUMMARIZED"
     assert "summary round 1" in out["instructions"]
-    assert out["input"] == RESPONSES["input"][7:]
+    assert out["input"] == RESPONSES["input"][:1] + RESPONSES["input"][7:]  # the task stays, verbatim, first
     restore_exact(out, "responses", RESPONSES)
 
 

@@ -286,3 +286,25 @@ def parse_sections(text: str) -> dict[str, str]:
 def canonical_summary(text: str) -> str:
     """Parse and re-render, so every summary written has the same shape."""
     return render_sections(parse_sections(text))
+
+
+#: The ninth section, written by xcompact itself (never by a model) after the eight: the run's
+#: files, errors, tests and commands (compactor_cli.evidence), so no summariser has to remember them.
+EVIDENCE_HEADING = "## evidence\n"
+
+
+def split_evidence(summary: str) -> tuple[str, str | None]:
+    """(the eight sections, the evidence section's body or None) of a summary xcompact wrote; a
+    compaction note after the summary stays with the eight."""
+    at = summary.find("\n\n" + EVIDENCE_HEADING)
+    if at < 0:
+        return summary, None
+    rest = summary[at + 2 + len(EVIDENCE_HEADING):]
+    note = rest.find("\n\n[Compaction note")
+    body, tail = (rest, "") if note < 0 else (rest[:note], rest[note:])
+    return summary[:at] + tail, body
+
+
+def with_evidence(summary: str, body: str) -> str:
+    """The summary with the evidence section after its eight sections (none when ``body`` is empty)."""
+    return summary + "\n\n" + EVIDENCE_HEADING + body if body else summary

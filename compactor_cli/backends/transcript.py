@@ -9,6 +9,8 @@ from typing import Any
 
 import orjson
 
+from ..model.conversation import call_parts
+
 CLIP_MARKER = "\n[… {cut} characters cut by xcompact …]\n"
 
 
@@ -45,10 +47,9 @@ def render_message(m: dict[str, Any], max_chars: int) -> str:
         obj["content"] = clip_text(text, max_chars)
     calls = []
     for call in m.get("tool_calls") or ():
-        fn = call.get("function") if isinstance(call, dict) else None
-        if isinstance(fn, dict):
-            calls.append({"id": call.get("id"), "name": fn.get("name"),
-                          "arguments": clip_text(str(fn.get("arguments") or ""), max_chars)})
+        parts = call_parts(call)  # function calls and custom ones (Codex's apply_patch)
+        if parts is not None:
+            calls.append({"id": call.get("id"), "name": parts[0], "arguments": clip_text(parts[1], max_chars)})
     if calls:
         obj["tool_calls"] = calls
     line = orjson.dumps(obj).decode()

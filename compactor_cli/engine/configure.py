@@ -232,9 +232,11 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = (),
         backend, params, warnings = _backend(v, explicit, dry_run=dry_run, config_file=config_file)
         keep_originals = v["originals"] == "keep"
         summary = SummarizeOptions(keep_recent=v["keep_recent"], max_summary_tokens=v["max_summary_tokens"],
-                                   preserve_system=v["preserve_system"], keep_originals=keep_originals)
+                                   preserve_system=v["preserve_system"], keep_originals=keep_originals,
+                                   keep_task=v["keep_task"], evidence=v["evidence"])
         params.update(keep_recent=v["keep_recent"], max_summary_tokens=v["max_summary_tokens"],
-                      preserve_system=v["preserve_system"], originals=v["originals"], strict=strict,
+                      preserve_system=v["preserve_system"], keep_task=v["keep_task"], evidence=v["evidence"],
+                      originals=v["originals"], strict=strict,
                       encoding=v["encoding"], dry_run=dry_run)
         return Configured(command, Settings("summarize", keep_originals=keep_originals, strict=strict,
                                             encoding=v["encoding"], summary=summary, backend=backend,
@@ -242,7 +244,7 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = (),
                           params, tuple(warnings))
     if command == "compact":
         from ..tiers.compact import resolve_threshold
-        from ..tiers.options import Policy
+        from ..tiers.options import DEFAULT_KEEP_RECENT, Policy
 
         v = dict(v)
         if v.get("summary_model") is None:  # as nagents: the conversation's own model unless told
@@ -264,18 +266,21 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = (),
         backend, params, warnings = ((None, {}, []) if check
                                      else _backend(v, explicit, dry_run=dry_run, config_file=config_file))
         keep_originals = v["originals"] == "keep"
+        # --keep-recent left at its default: as many recent messages as fit under the threshold
+        fit = "keep_recent" not in explicit and v["keep_recent"] == DEFAULT_KEEP_RECENT
         policy = Policy(token_threshold=token_threshold, message_threshold=message_threshold, keep=v["keep"],
-                        keep_recent=v["keep_recent"], escalation_rounds=v["escalation_rounds"],
+                        keep_recent=None if fit else v["keep_recent"], escalation_rounds=v["escalation_rounds"],
                         max_retries=v["max_retries"], max_summary_tokens=v["max_summary_tokens"],
                         preserve_system=v["preserve_system"], keep_originals=keep_originals,
                         exclude_tools=v["exclude_tools"], keep_turns=v["keep_turns"],
                         clear_at_least=v["clear_at_least"], placeholder=v["placeholder"],
-                        clear_tool_inputs=v["clear_tool_inputs"])
+                        clear_tool_inputs=v["clear_tool_inputs"], keep_task=v["keep_task"], evidence=v["evidence"])
         params.update(controls)
         params.update(token_threshold=token_threshold, message_threshold=message_threshold, keep=v["keep"],
-                      keep_recent=v["keep_recent"], escalation_rounds=v["escalation_rounds"],
+                      keep_recent="fit" if fit else v["keep_recent"], escalation_rounds=v["escalation_rounds"],
                       max_retries=v["max_retries"], max_summary_tokens=v["max_summary_tokens"],
-                      preserve_system=v["preserve_system"], keep_originals=keep_originals, threshold_source=source,
+                      preserve_system=v["preserve_system"], keep_task=v["keep_task"], evidence=v["evidence"],
+                      keep_originals=keep_originals, threshold_source=source,
                       model=v["conversation_model"], context_window=v["context_window"], check=check,
                       dry_run=dry_run, originals=v["originals"], strict=strict, encoding=v["encoding"])
         settings = Settings("compact", keep=v["keep"], keep_originals=keep_originals, strict=strict,

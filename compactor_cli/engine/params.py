@@ -201,12 +201,19 @@ TOKEN_OPTIONS: list[Slot] = [encoding, no_tokens]
 CUT_OPTIONS: list[Slot] = [
     click.option("--keep-recent", type=click.IntRange(min=0, max=MAX_INT), default=DEFAULT_KEEP_RECENT,
                  show_default=True,
-                 help="Messages kept verbatim at the end (summary_keep_max); the system message is not counted."),
+                 help="Messages kept verbatim at the end (summary_keep_max); the system message is not counted. "
+                      "compact without it keeps as many as fit under the threshold beside the summary."),
     click.option("--max-summary-tokens", type=click.IntRange(min=64, max=MAX_INT), default=DEFAULT_MAX_SUMMARY_TOKENS,
                  show_default=True, help="Token budget of the summary (all eight sections)."),
     click.option("--preserve-system/--replace-system", default=True, show_default=True,
                  help="Keep the system prompt verbatim above the summary (Claude Code, Codex and OpenHands "
                       "keep it), or replace it by the summary as xun does."),
+    click.option("--keep-task/--no-keep-task", default=True, show_default=True,
+                 help="Keep the task (the first user message that is the user speaking, not a harness's "
+                      "reminder) verbatim, first after the system message."),
+    click.option("--evidence/--no-evidence", default=True, show_default=True,
+                 help="End the summary with xcompact's evidence section (files changed and read, errors met, "
+                      "tests, failed commands), computed from the transcript for every backend."),
 ]
 #: compact's own: the trigger, the conversation's model, escalation and retries, --check.
 THRESHOLD_OPTIONS: list[Slot] = [

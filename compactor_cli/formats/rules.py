@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..evidence.harness import harness_keys, real_user_indices, task_index
 from .base import MSG_KEY, jload
 
 
@@ -107,7 +108,26 @@ def forced_user(messages: list[dict], head: list[int], kept: list[int]) -> int |
             return None
         users = [i for i in head if messages[i].get("role") == "user" and _anthropic_start(messages[i])]
         return users[-1] if users else None
-    if any(messages[i].get("role") == "user" for i in kept):
+    # a harness's repeated reminders are not the user speaking: they never count as the last user
+    # message ("Please always provide EXACTLY ONE action" in every other mini-swe-agent turn)
+    keys = harness_keys(messages)
+    real = set(real_user_indices(messages, keys))
+    if any(i in real for i in kept):
         return None
+    users = [i for i in head if i in real]
+    if users:
+        return users[-1]
+    if any(messages[i].get("role") == "user" for i in kept):
+        return None  # only a harness speaks: its message in the kept part is enough for a server
     users = [i for i in head if messages[i].get("role") == "user"]
     return users[-1] if users else None
+
+
+def task_message(messages: list[dict], head: list[int], kept: list[int]) -> int | None:
+    """The task (the first user message that is the user speaking) when the head holds it: it is
+    kept verbatim, first after the system message, so what was asked survives every round. Not
+    for Anthropic requests (whose kept part must alternate from its first message)."""
+    if not head or any(_format_of(messages[i]) == "anthropic" for i in (head[0], *kept[:1])):
+        return None
+    task = task_index(messages)
+    return task if task is not None and task in head else None

@@ -326,12 +326,13 @@ def _check_archive(value: Any) -> Iterator[Problem]:
             else:
                 for p in check_messages_shape([system], f"{eptr}/system"):
                     yield Problem(f"{eptr}/system" + p.pointer[len(eptr) + 9:], p.message, True)
-        at = entry.get("forced_user_at")
-        if at is not None and not (_is_int(at) and isinstance(head, list) and 0 <= at <= len(head)):
-            span = f" (the head has {len(head)} messages)" if isinstance(head, list) else ""
-            yield Problem(f"{eptr}/forced_user_at", f"{ARCHIVE_KEY} entry 'forced_user_at' must be null or an "
-                                                    f"index into the head{span}, "
-                                                    f"got {_describe(at)}", True)
+        for key in ("forced_user_at", "task_at"):
+            at = entry.get(key)
+            if at is not None and not (_is_int(at) and isinstance(head, list) and 0 <= at <= len(head)):
+                span = f" (the head has {len(head)} messages)" if isinstance(head, list) else ""
+                yield Problem(f"{eptr}/{key}", f"{ARCHIVE_KEY} entry '{key}' must be null or an "
+                                               f"index into the head{span}, "
+                                               f"got {_describe(at)}", True)
         replaced = entry.get("replaced_keys")
         if replaced is not None:
             if not isinstance(replaced, dict):
@@ -491,3 +492,20 @@ def content_text(content: Any) -> str:
     if isinstance(content, list):
         return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
     return ""
+
+
+def call_parts(call: Any) -> tuple[str, str] | None:
+    """(tool name, input text) of a tool call: a function call's name and arguments, or an OpenAI
+    custom tool call's (``{"type": "custom", "custom": {"name", "input"}}``: Codex's
+    ``apply_patch``) name and free-form input; None for anything else."""
+    if not isinstance(call, dict):
+        return None
+    fn = call.get("function")
+    if isinstance(fn, dict):
+        args = fn.get("arguments")
+        return (fn["name"] if isinstance(fn.get("name"), str) else "?"), (args if isinstance(args, str) else "")
+    custom = call.get("custom")
+    if isinstance(custom, dict):
+        text = custom.get("input")
+        return (custom["name"] if isinstance(custom.get("name"), str) else "?"), (text if isinstance(text, str) else "")
+    return None

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from .conversation import call_parts
 from .encoders import encoder, quicktok_tokenizer
 
 DEFAULT_ENCODING = "cl100k_base"
@@ -166,6 +167,11 @@ class TokenCounter:
             fn = call.get("function") if isinstance(call, dict) else None
             if isinstance(fn, dict):
                 n += TOKENS_PER_TOOL_CALL + self.short(fn.get("name") or "") + self.text(fn.get("arguments") or "")
+            elif isinstance(call, dict) and isinstance(call.get("custom"), dict):
+                # a custom tool call (Codex's apply_patch): its name and free-form input, as a function's
+                parts = call_parts(call)
+                if parts is not None:
+                    n += TOKENS_PER_TOOL_CALL + self.short(parts[0]) + self.text(parts[1])
         return n
 
     def message(self, m: dict[str, Any]) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model.conversation import ARCHIVE_KEY, COUNTER_KEY, ORIGINALS_KEY, content_text
+from ..model.conversation import ARCHIVE_KEY, COUNTER_KEY, ORIGINALS_KEY, call_parts, content_text
 from ..model.tokens import TokenCounter
 from ..tiers.store import read_aliases, slot_key, tool_slots
 
@@ -83,11 +83,9 @@ def _calls(m: dict[str, Any]) -> list[ShownCall]:
     for call in m.get("tool_calls") or ():
         if not isinstance(call, dict):
             continue
-        function = call.get("function")
-        fn: dict[str, Any] = function if isinstance(function, dict) else {}
-        args = fn.get("arguments")
-        calls.append(ShownCall(id=str(call.get("id")), name=str(fn.get("name") or "?"),
-                               arguments=args if isinstance(args, str) else _text(args)))
+        parts = call_parts(call)  # a function call or a custom one (Codex's apply_patch)
+        name, args = parts if parts is not None else ("?", "")
+        calls.append(ShownCall(id=str(call.get("id")), name=name or "?", arguments=args))
     return calls
 
 

@@ -18,7 +18,7 @@ from ..model.conversation import COUNTER_KEY, REPLACED_KEYS, estimated_message_l
 from ..model.tokens import MemoTokens, TokenCounter, counter_for
 from ..status import Status
 from .cut import NotSmallerError, head_tool_counts
-from .options import DEFAULT_TOKEN_THRESHOLD, Policy, SummarizeOptions
+from .options import DEFAULT_KEEP_RECENT, DEFAULT_TOKEN_THRESHOLD, Policy, SummarizeOptions
 from .store import remember as _remember
 from .summarize import summarize_conversation
 from .toolcall import reclaim_tool_results
@@ -96,7 +96,7 @@ async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None, cou
         fields["size_after"] = size
         return dump, Status.UNDER_THRESHOLD, fields
     original = dump
-    keep, keep_recent, keep_turns = policy.keep, policy.keep_recent, policy.keep_turns
+    keep, fixed_recent, keep_turns = policy.keep, policy.keep_recent, policy.keep_turns
     changed = summarized = False
     summary_error = None
     for attempt in range(policy.max_retries + 1):
@@ -121,13 +121,22 @@ async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None, cou
         if not ratio_escalate and not rounds_escalate:
             fields["size_after"] = estimate
             return dump, _done(changed, summarized), fields
-        # tier 2, same round
+        # tier 2, same round: the recent messages verbatim as the threshold leaves room for, unless fixed
+        # (a summary forced by --escalation-rounds alone, the size already under: xun's fixed keep)
+        fit = fixed_recent is None and ratio_escalate
+        if fit:
+            keep_recent = fit_keep_recent(dump["messages"], policy, memo) >> attempt
+        else:
+            keep_recent = (DEFAULT_KEEP_RECENT if fixed_recent is None else fixed_recent) >> attempt
         opts = SummarizeOptions(keep_recent=keep_recent, max_summary_tokens=policy.max_summary_tokens,
-                                preserve_system=policy.preserve_system, keep_originals=policy.keep_originals)
+                                preserve_system=policy.preserve_system, keep_originals=policy.keep_originals,
+                                keep_task=policy.keep_task, evidence=policy.evidence)
         assert backend is not None
         summarised, status, sfields = await summarize_conversation(dump, opts, backend, counter)
         entry: dict[str, Any] = {"tier": 2, "keep_recent": keep_recent, "status": status.value,
                  "reason": "ratio" if ratio_escalate else "escalation_rounds"}
+        if fit:
+            entry["keep_recent_fit"] = True
         if status is Status.SUMMARIZED:
             changed = summarized = True
             dump = _remember(summarised, original, REPLACED_KEYS)
@@ -149,7 +158,7 @@ async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None, cou
             fields["size_after"] = estimate
             fields["error"] = summary_error
             return dump, Status.SUMMARIZE_FAILED, fields
-        keep, keep_recent = keep // 2, keep_recent // 2
+        keep = keep // 2
         keep_turns = keep_turns // 2 if keep_turns is not None else None
     fields["size_after"] = estimate
     fields["over_by"] = estimate - threshold
@@ -158,6 +167,31 @@ async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None, cou
     fields["error"] = (f"still over the threshold after {policy.max_retries + 1} rounds: {estimate} {policy.unit}, "
                        f"{estimate - threshold} over {threshold}")
     return dump, Status.STILL_OVER, fields
+
+
+def fit_keep_recent(messages: list[dict], policy: Policy, memo: MemoTokens) -> int:
+    """How many of the last messages fit under the threshold beside what tier 2 writes: the system
+    message (its prompt and the summary's budget), the task kept verbatim; in messages, the
+    threshold less those two. A 20,000-token threshold gives a result of about 20,000 tokens,
+    not xun's fixed 16 messages."""
+    start = 1 if messages and messages[0].get("role") == "system" else 0
+    body = messages[start:]
+    if policy.message_threshold is not None:
+        return max(0, policy.message_threshold - start - 2)  # the system message, the task, the summary's
+    room = int(policy.threshold * ESCALATION_RATIO) - policy.max_summary_tokens - memo.conversation(messages[:start])
+    if policy.keep_task and body:
+        from ..formats.rules import task_message
+
+        task = task_message(messages, list(range(start, len(messages))), [])
+        if task is not None:
+            room -= memo.message(messages[task])
+    n = 0
+    for m in reversed(body):
+        room -= memo.message(m)
+        if room < 0:
+            break
+        n += 1
+    return n
 
 
 def _done(changed: bool, summarized: bool) -> Status:

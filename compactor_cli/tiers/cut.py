@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import BackendError
-from ..formats.rules import adjust_cut, forced_user
+from ..formats.rules import adjust_cut, forced_user, task_message
 from ..model.conversation import ARCHIVE_KEY, COUNTER_KEY, ORIGINALS_KEY, check_pairing, content_text
 from .options import DEFAULT_KEEP_RECENT
 from .store import head_tool_counts, read_aliases, summarised_away_ids
@@ -31,21 +31,24 @@ class NotSmallerError(BackendError):
 @dataclass(frozen=True)
 class Cut:
     """How a conversation splits: ``system`` (index 0 or None), ``head`` indices to summarise,
-    ``kept`` indices kept verbatim (chronological; may start with a force-kept user message)."""
+    ``kept`` indices kept verbatim (chronological; may start with the task and a force-kept user
+    message)."""
 
     system: int | None
     head: list[int]
     kept: list[int]
     forced_user: int | None
+    task: int | None = None
 
 
-def choose_cut_point(messages: list[dict], keep_recent: int = DEFAULT_KEEP_RECENT) -> Cut:
+def choose_cut_point(messages: list[dict], keep_recent: int = DEFAULT_KEEP_RECENT, keep_task: bool = True) -> Cut:
     """The tail is the last ``keep_recent`` messages after the system message; the cut moves
     earlier until the tail does not start with a tool result (an assistant message with
     tool_calls stays with all its results) and, for a native format, until it starts where that
     format allows (formats.adjust_cut); the last user message is force-kept when the tail would
     hold none (an Anthropic request: when the tail starts with an assistant message, see
-    formats.forced_user)."""
+    formats.forced_user). The task (the first user message that is the user speaking, not a
+    harness's reminder) is kept too, first, so what was asked survives verbatim (``keep_task``)."""
     system = 0 if messages and messages[0].get("role") == "system" else None
     start = 1 if system == 0 else 0
     n = len(messages)
@@ -59,7 +62,13 @@ def choose_cut_point(messages: list[dict], keep_recent: int = DEFAULT_KEEP_RECEN
     if forced is not None:
         head.remove(forced)
         kept.insert(0, forced)
-    return Cut(system, head, kept, forced)
+    task = task_message(messages, head, kept) if keep_task else None  # the user's request, verbatim
+    if task is not None and len(head) > 1:  # (a head of the task alone stays a head: nothing else to condense)
+        head.remove(task)
+        kept.insert(0, task)
+    else:
+        task = None
+    return Cut(system, head, kept, forced, task)
 
 
 #: Most tokens the list of summarised-away IDs may take in the compaction note (about 4 characters
@@ -160,6 +169,7 @@ def summarised_without_system(dump: dict, cut: Cut, keep_originals: bool = True)
             "system": messages[cut.system] if cut.system is not None else None,
             "head": head,
             "forced_user_at": _forced_position(cut),
+            **({"task_at": sum(1 for i in cut.head if i < cut.task)} if cut.task is not None else {}),
             "replaced_keys": {k: dump[k] for k in ("tokens_used", COUNTER_KEY) if k in dump},
         }
         new[ARCHIVE_KEY] = list(dump.get(ARCHIVE_KEY) or []) + [entry]

@@ -18,6 +18,8 @@ class SummarizeOptions:
     max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS
     preserve_system: bool = True  # the system prompt stays verbatim above the summary
     keep_originals: bool = True
+    keep_task: bool = True  # the task (the first real user request) stays verbatim, first after the system message
+    evidence: bool = True  # the summary ends with xcompact's evidence section (files, errors, tests, commands)
 
 
 @dataclass
@@ -25,7 +27,9 @@ class Policy:
     token_threshold: int | None = DEFAULT_TOKEN_THRESHOLD
     message_threshold: int | None = None
     keep: int = DEFAULT_KEEP
-    keep_recent: int = DEFAULT_KEEP_RECENT
+    #: None: as many recent messages as fit under the threshold beside the summary (fit_keep_recent);
+    #: a number: xun's fixed keep
+    keep_recent: int | None = None
     escalation_rounds: int = 2
     max_retries: int = 2
     max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS
@@ -36,6 +40,8 @@ class Policy:
     clear_at_least: int | None = None
     placeholder: str | None = None  # a placeholder template of the user's own (model/placeholders.py)
     clear_tool_inputs: bool = False
+    keep_task: bool = True  # tier 2's (SummarizeOptions)
+    evidence: bool = True
 
     @property
     def threshold(self) -> int:

@@ -97,6 +97,13 @@ def _restore_summaries(dump: dict) -> tuple[dict, int, int]:
                                     "the summary's system message", f"/{ARCHIVE_KEY}/{j}")
         kept = messages[1:]
         head = list(entry["head"])
+        task_at = entry.get("task_at")
+        task = None
+        if task_at is not None:  # the task, kept first (before a force-kept user message)
+            if not kept:
+                raise InvalidInputError(f"summary round {entry['round']} cannot be undone: it kept the task "
+                                        "message, which is not there", f"/{ARCHIVE_KEY}/{j}/task_at")
+            task, kept = kept[0], kept[1:]
         at = entry.get("forced_user_at")
         if at is not None:
             if not kept:
@@ -104,6 +111,8 @@ def _restore_summaries(dump: dict) -> tuple[dict, int, int]:
                                         "message that is not there", f"/{ARCHIVE_KEY}/{j}/forced_user_at")
             head.insert(at, kept[0])
             kept = kept[1:]
+        if task is not None:
+            head.insert(task_at, task)
         system = [entry["system"]] if entry.get("system") is not None else []
         dump["messages"] = system + head + kept
         replaced = entry.get("replaced_keys") or {}

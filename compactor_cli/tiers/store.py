@@ -17,6 +17,7 @@ lost, and restore and extract look the alias up first.
 
     {"round": 1, "system": <the replaced system message or null>, "head": [<summarised messages>],
      "forced_user_at": <index in head where the force-kept user message sat, or null>,
+     "task_at": <index in head where the task sat, kept verbatim first; absent when it was not>,
      "replaced_keys": {"tokens_used": ..., "compaction_counter": ...}}   # their values before
 
 A round summarised with ``--originals drop`` while the dump holds originals or an archive leaves

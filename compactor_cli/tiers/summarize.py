@@ -12,8 +12,9 @@ from typing import Any
 from ..backends import Backend, SummaryRequest
 from ..backends.config import BackendConfig
 from ..backends.factory import make_backend
-from ..backends.sections import canonical_summary
+from ..backends.sections import canonical_summary, split_evidence, with_evidence
 from ..errors import BackendError
+from ..evidence.extract import evidence_of, merged_groups, parse_evidence, project_root, render_evidence
 from ..model.conversation import COUNTER_KEY, content_text
 from ..model.tokens import MemoTokens, TokenCounter, counter_for
 from ..status import Status
@@ -27,6 +28,19 @@ from .cut import (
 )
 from .options import DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS, MIN_SUMMARY_TOKENS, SummarizeOptions
 
+#: Most of the summary's budget the evidence section may take (the model's or the extractive
+#: sections get the rest, and at least MIN_SUMMARY_TOKENS).
+EVIDENCE_SHARE = 0.5
+
+
+def _earlier_evidence(system_text: str) -> tuple[str, dict[str, list[str]] | None]:
+    """(the text without an earlier round's evidence section, that section's groups or None)."""
+    at = system_text.find("## system_context")
+    if at < 0:
+        return system_text, None
+    rest, body = split_evidence(system_text[at:])
+    return system_text[:at] + rest, (parse_evidence(body) if body is not None else None)
+
 
 def _system_text(messages: list[dict], index: int | None) -> str:
     if index is None:
@@ -38,7 +52,7 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
                                  counter: TokenCounter) -> tuple[dict, Status, dict[str, Any]]:
     """One summary round. Returns (dump, status, report fields)."""
     messages = dump["messages"]
-    cut = choose_cut_point(messages, opts.keep_recent)
+    cut = choose_cut_point(messages, opts.keep_recent, opts.keep_task)
     fields: dict[str, Any] = {"backend": backend.name, "model": backend.model}
     if not cut.head:
         fields["reason"] = "no messages before the kept ones to summarise"
@@ -51,7 +65,16 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
     if opts.preserve_system and cut.system is not None:
         rounds = (dump.get(COUNTER_KEY) or {}).get("summary_rounds")
         system_text = split_system(system_text, rounds if type(rounds) is int else 0)[1]
-    request = SummaryRequest(head=[messages[i] for i in cut.head], system_text=system_text, max_tokens=budget)
+    # the evidence section is xcompact's own: computed from the transcript for every backend, an
+    # earlier round's items kept unless this head says something newer about the same thing
+    system_text, earlier = _earlier_evidence(system_text)
+    head = [messages[i] for i in cut.head]
+    evidence = merged_groups(evidence_of(head, project_root(messages)), earlier)
+    room = min(int(budget * EVIDENCE_SHARE), budget - MIN_SUMMARY_TOKENS) - counter.text(with_evidence("", "-"))
+    body = render_evidence(evidence, room, counter.text) if opts.evidence and room > 0 else ""
+    evidence_tokens = counter.text(with_evidence("", body)) if body else 0
+    total_budget, budget = budget, budget - evidence_tokens
+    request = SummaryRequest(head=head, system_text=system_text, max_tokens=budget)
     calls = 0
     repaired = False
     try:
@@ -70,6 +93,10 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
             if n > budget:
                 raise BackendError(f"the summary has {n} tokens, over the limit of {budget} "
                                    "even after a retry asking for a shorter one")
+        summary = with_evidence(summary, body)
+        n = counter.text(summary)
+        if n > total_budget:  # token merges across the join (never more than a few)
+            raise BackendError(f"the summary with its evidence has {n} tokens, over the limit of {total_budget}")
         new = build_summarised(dump, cut, summary, opts.preserve_system, opts.keep_originals)
         validate_replacement(dump, new)
         memo = MemoTokens(counter)
@@ -89,7 +116,8 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
         fields["error"] = str(exc)
         return dump, Status.SUMMARIZE_FAILED, fields
     fields.update(summarized_count=len(cut.head), kept_count=len(cut.kept), summary_tokens=n,
-                  forced_user=cut.forced_user is not None, model_calls=calls, cached=answer.cached, repaired=repaired,
+                  forced_user=cut.forced_user is not None, task_kept=cut.task is not None,
+                  evidence_tokens=evidence_tokens, model_calls=calls, cached=answer.cached, repaired=repaired,
                   tokens_before=before, tokens_after=after)
     if answer.structured:
         fields["structured"] = answer.structured  # how the model answered: json (response_format) or markdown
@@ -120,11 +148,14 @@ async def run_and_close(coro: Any, backend: Any) -> Any:
 def summarize_dump(dump: dict | list, keep_recent: int = DEFAULT_KEEP_RECENT,
                    max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS, preserve_system: bool = True,
                    keep_originals: bool = True, backend: Any = None,
-                   encoding: str = "cl100k_base") -> tuple[dict, Status, dict[str, Any]]:
+                   encoding: str = "cl100k_base", keep_task: bool = True,
+                   evidence: bool = True) -> tuple[dict, Status, dict[str, Any]]:
     """Library entry point: one summary round on a dumps() dict or a list of messages, by default
     with the offline extractive backend. ``backend`` is a backend object, a ``BackendConfig`` or
     a name ("extractive", "openai": OPENAI_API_KEY / OPENAI_BASE_URL from the environment, or
-    "auto"). Returns (dump, status, details); the input is not modified. ``encoding``: one of
+    "auto"). ``keep_task``: the task (the first real user request) stays verbatim; ``evidence``:
+    the summary ends with the evidence section. Returns (dump, status, details); the input is
+    not modified. ``encoding``: one of
     model.tokens.ENCODINGS; ``auto`` chooses from the dump's ``model``."""
     import asyncio
 
@@ -134,5 +165,5 @@ def summarize_dump(dump: dict | list, keep_recent: int = DEFAULT_KEEP_RECENT,
     if backend is None or isinstance(backend, (str, BackendConfig)):
         backend = make_backend(backend, counter.text, max_summary_tokens)
     dump, _ = normalize_record(dump)
-    opts = SummarizeOptions(keep_recent, max_summary_tokens, preserve_system, keep_originals)
+    opts = SummarizeOptions(keep_recent, max_summary_tokens, preserve_system, keep_originals, keep_task, evidence)
     return asyncio.run(run_and_close(summarize_conversation(dump, opts, backend, counter), backend))

@@ -1,0 +1,269 @@
+"""Summaries worth continuing from (issue 27): the task verbatim, the evidence section, a
+harness's reminders never taken for the user, custom tool calls counted and drawn, compact
+using the room it is given. Real runs from fixtures/real (a mini-swe-agent trajectory, a Codex
+rollout with apply_patch custom calls) and small hand-made dumps."""
+
+from __future__ import annotations
+
+import copy
+
+import orjson
+import pytest
+from helpers import FIXTURES, long_conv
+
+from compactor_cli import formats
+from compactor_cli.backends.sections import split_evidence
+from compactor_cli.cli import cli
+from compactor_cli.evidence import evidence_of, probes_of, retention, sent_text, task_index
+from compactor_cli.evidence.extract import error_lines, exit_code, output_text, parse_evidence
+from compactor_cli.model.tokens import counter_for
+from compactor_cli.status import Status
+from compactor_cli.tiers.compact import compact_dump
+from compactor_cli.tiers.options import Policy
+from compactor_cli.tiers.restore import restore_conversation
+from compactor_cli.tiers.summarize import summarize_dump
+
+REAL = FIXTURES / "real"
+MINI = REAL / "psf__requests-5414.traj.json"
+CODEX = REAL / "codex_rollout_apply_patch.jsonl"
+REMINDER = "Please always provide EXACTLY ONE action in triple backticks, found 2 actions."
+
+
+NAMES = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima",
+         "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango"]
+
+
+def conv(rounds: int = 8, size: int = 600) -> dict:
+    """helpers.long_conv with user turns that differ in words, not only in digits (a harness's
+    template repeated with other numbers is a harness's, not the user's)."""
+    dump = long_conv(rounds=rounds, size=size)
+    users = [m for m in dump["messages"] if m["role"] == "user"]
+    for i, m in enumerate(users):
+        m["content"] = f"Please look at the {NAMES[i % len(NAMES)]} module ({i}) and tell me what it does."
+    return dump
+
+
+def read(path) -> dict:
+    ((_, dump, _),) = list(formats.read_file(str(path)))
+    return dump
+
+
+def call(cid: str, name: str, args: dict | str, custom: bool = False) -> dict:
+    if custom:
+        return {"id": cid, "type": "custom", "custom": {"name": name, "input": args}}
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": orjson.dumps(args).decode()}}
+
+
+def turn(cid: str, name: str, args: dict | str, result: str, custom: bool = False) -> list[dict]:
+    return [{"role": "assistant", "content": None, "tool_calls": [call(cid, name, args, custom)]},
+            {"role": "tool", "tool_call_id": cid, "content": result}]
+
+
+def groups(messages: list[dict]) -> dict[str, list[str]]:
+    ev = evidence_of(messages)
+    return {g: ev.items(g) for g in ev.groups}
+
+
+# ---------------------------------------------------------------- what the evidence is
+
+def test_file_changes_of_every_kind_of_edit_are_found():
+    msgs = [{"role": "user", "content": "fix it"}]
+    msgs += turn("a", "apply_patch", "*** Begin Patch\n*** Add File: src/new.py\n+x\n*** Update File: src/old.py\n"
+                 "@@\n-a\n+b\n*** Delete File: src/gone.py\n*** End Patch", "Done", custom=True)
+    msgs += turn("b", "Edit", {"file_path": "/repo/app.py", "old_string": "a", "new_string": "b"}, "ok")
+    msgs += turn("c", "Write", {"file_path": "/repo/notes.md", "content": "x > y"}, "ok")
+    msgs += turn("d", "bash", {"command": "sed -i 's/a/b/' lib/util.py && echo done > out.log"}, "")
+    msgs += turn("e", "bash", {"command": "cat > gen.py << 'EOF'\nif a > b:\n    print(1)\nEOF"}, "")
+    msgs += turn("f", "shell", {"command": ["bash", "-lc", "rm tmp.txt && mv a.cfg b.cfg | tee copy.txt"]}, "")
+    patch = "*** Begin Patch\n*** Update File: docs/x.md\n@@\n*** End Patch"
+    msgs += turn("g", "shell", {"command": ["apply_patch", patch]}, '{"output":"Success","metadata":{"exit_code":0}}')
+    msgs += turn("h", "bash", {"command": "python - <<'PY'\nopen('data/out.json', 'w').write('1')\nPY"}, "")
+    msgs += turn("i", "bash", {"command": "cat setup.py && nl -ba src/old.py | sed -n '1,5p'"}, "x")
+    changed = groups(msgs)["Files changed"]
+    assert changed[:3] == ["src/new.py (created)", "src/old.py", "src/gone.py (deleted)"]
+    for path in ("/repo/app.py", "/repo/notes.md", "lib/util.py", "out.log", "gen.py", "tmp.txt (deleted)",
+                 "a.cfg (moved to b.cfg)", "b.cfg", "copy.txt", "docs/x.md", "data/out.json"):
+        assert path in changed, (path, changed)
+    assert "b" not in " ".join(changed).split(", ")  # `if a > b:` inside a here-document is code, not a redirect
+    assert groups(msgs)["Files read"] == ["setup.py"]  # src/old.py was changed: listed there, not here
+
+
+def test_errors_exit_codes_and_tests_are_read_from_outputs():
+    out = ("<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\n  File \"x.py\", line 3\n"
+           "    raise ValueError('bad')\nValueError: bad input for parse_url\n</output>")
+    assert exit_code(out) == 1 and error_lines(out) == ["ValueError: bad input for parse_url"]
+    pytest_out = ("E       AssertionError: assert 1 == 2\nFAILED tests/test_a.py::test_b - AssertionError\n"
+                  "===== 1 failed, 3 passed in 0.21s =====")
+    assert error_lines(pytest_out)[:2] == ["E AssertionError: assert 1 == 2",
+                                            "FAILED tests/test_a.py::test_b - AssertionError"]
+    listing = "  12\t    raise ValueError('x')\n13: except KeyError:\n    def error(self):"
+    assert error_lines(listing) == []  # a file's lines are code, not errors met
+    codex = '{"output":"fatal: not a git repository","metadata":{"exit_code":128,"duration_seconds":0.1}}'
+    assert exit_code(output_text(codex)) == 128 and error_lines(output_text(codex)) == ["fatal: not a git repository"]
+    msgs = [{"role": "user", "content": "run the tests"}]
+    msgs += turn("t", "bash", {"command": "cd /testbed && python -m pytest tests/test_a.py"}, pytest_out)
+    msgs += turn("u", "bash", {"command": "pip install pytest-httpbin"}, "<returncode>0</returncode>")
+    msgs += turn("v", "bash", {"command": "make build"}, "<returncode>2</returncode>\nmake: *** [all] Error 2")
+    g = groups(msgs)
+    assert g["Test run"] == ["`cd /testbed && python -m pytest tests/test_a.py` → 1 failed, 3 passed"]
+    assert g["Command failed"] == ["`make build` → exit 2"]
+
+
+def test_state_changing_tools_name_the_ids_they_acted_on():
+    msgs = [{"role": "user", "content": "cancel it"}]
+    msgs += turn("a", "get_reservation_details", {"reservation_id": "H9ZU1C"}, "{}")
+    msgs += turn("b", "cancel_reservation", {"reservation_id": "H9ZU1C"}, "{}")
+    assert groups(msgs)["Acted on"] == ["cancel_reservation reservation_id=H9ZU1C"]
+
+
+def test_paths_are_relative_to_the_project_the_run_names():
+    msgs = [{"role": "user", "content": "<environment_context>\n  <cwd>/home/me/proj</cwd>\n</environment_context>"},
+            {"role": "user", "content": "add a test"}]
+    msgs += turn("a", "Edit", {"file_path": "/home/me/proj/src/a.py"}, "ok")
+    assert groups(msgs)["Files changed"] == ["src/a.py"]
+
+
+# ---------------------------------------------------------------- the task and the harness
+
+def test_the_task_is_the_first_user_message_that_is_the_user_speaking():
+    msgs = [{"role": "system", "content": "s"},
+            {"role": "user", "content": "<environment_context><cwd>/x</cwd></environment_context>"},
+            {"role": "user", "content": "Fix the flaky upload test."},
+            {"role": "user", "content": REMINDER}, {"role": "user", "content": REMINDER.replace("2", "3")}]
+    assert task_index(msgs) == 2
+
+
+def test_a_mini_swe_agent_run_keeps_its_task_verbatim_and_restores_exactly():
+    dump = read(MINI)
+    task = next(m for m in dump["messages"] if m["role"] == "user")
+    assert "<pr_description>" in task["content"]
+    new, status, details = summarize_dump(dump)
+    assert status is Status.SUMMARIZED and details["task_kept"] is True
+    assert new["messages"][1] == task  # first after the system message, byte for byte the same
+    system = new["messages"][0]["content"]
+    assert "Latest request: Please always provide" not in system and "User: Please always provide" not in system
+    assert "non-Latin script" not in system  # an English task: no language note
+    _, evidence = split_evidence(system[system.index("## system_context"):])
+    assert evidence is not None and "requests/models.py" in evidence and "IDNAError" in evidence
+    assert restore_conversation(new)[0] == dump
+
+
+def test_the_task_kept_verbatim_restores_beside_a_force_kept_user_message():
+    dump = conv(rounds=12)
+    dump["messages"].append({"role": "user", "content": "And now the last module, please."})
+    dump["messages"] += turn("z", "read_file", {"path": "src/z.py"}, "z" * 500)
+    new, status, details = summarize_dump(dump, keep_recent=2)
+    assert status is Status.SUMMARIZED and details["task_kept"] and details["forced_user"]
+    kept = [m["content"] for m in new["messages"][1:3]]
+    assert kept == [dump["messages"][1]["content"], "And now the last module, please."]
+    assert restore_conversation(new)[0] == dump
+
+
+def test_no_keep_task_summarises_the_task_as_before():
+    dump = read(MINI)
+    new, status, details = summarize_dump(dump, keep_task=False, evidence=False)
+    assert status is Status.SUMMARIZED and not details["task_kept"] and details["evidence_tokens"] == 0
+    assert "## evidence" not in new["messages"][0]["content"]
+    assert restore_conversation(new)[0] == dump
+
+
+def test_a_language_note_needs_letters_of_another_script():
+    english = conv(rounds=8)
+    english["messages"][6]["content"] += " \u200b… – “quoted” — café ✓"
+    new, _, _ = summarize_dump(english, keep_recent=4)
+    assert "non-Latin script" not in new["messages"][0]["content"]
+    chinese = conv(rounds=8)
+    chinese["messages"][6]["content"] = ("请检查这个模块的状态命令为什么在没有登录的时候也会失败，"
+                                         "然后修复它。谢谢你的帮助。")
+    new, _, _ = summarize_dump(chinese, keep_recent=4)
+    assert "non-Latin script" in new["messages"][0]["content"]
+
+
+def test_routine_harness_lines_are_no_facts():
+    dump = conv(rounds=8)
+    for m in dump["messages"]:
+        if m["role"] == "tool":
+            m["content"] = ("Chunk ID: 3de34f\nWall time: 0.0001 seconds\nProcess exited with code 0\n"
+                            "Output:\n  Preparing editable metadata (pyproject.toml) ... done\n" + m["content"])
+    new, _, _ = summarize_dump(dump, keep_recent=4)
+    text = new["messages"][0]["content"]
+    assert "Wall time" not in text and "Chunk ID" not in text and "Preparing editable" not in text
+
+
+# ---------------------------------------------------------------- custom tool calls
+
+def test_codex_apply_patch_custom_calls_are_counted_summarised_and_drawn(runner, tmp_path):
+    dump = read(CODEX)
+    counter = counter_for("cl100k_base")
+    patch_msgs = [m for m in dump["messages"]
+                  if any(c.get("type") == "custom" for c in m.get("tool_calls") or ())]
+    assert patch_msgs
+    without = copy.deepcopy(patch_msgs[0])
+    without["tool_calls"][0]["custom"]["input"] = ""
+    assert counter.message(patch_msgs[0]) > counter.message(without) + 1000  # the patch's tokens count
+    new, status, _ = summarize_dump(dump, keep_recent=4)
+    assert status is Status.SUMMARIZED
+    assert "specs/005-orchestrator-architecture/tasks.md (created)" in new["messages"][0]["content"]
+    res = runner.invoke(cli, ["show", str(CODEX)])
+    assert res.exit_code == 0 and "-> apply_patch(*** Begin Patch" in res.stdout and "?()" not in res.stdout
+
+
+# ---------------------------------------------------------------- rounds, budgets, compact
+
+def test_a_second_round_keeps_the_first_rounds_evidence():
+    dump = read(MINI)
+    first, status, _ = summarize_dump(dump, keep_recent=60, max_summary_tokens=2048)
+    assert status is Status.SUMMARIZED
+    second, status, _ = summarize_dump(first, keep_recent=16, max_summary_tokens=2048)
+    assert status is Status.SUMMARIZED
+    body1 = split_evidence(first["messages"][0]["content"])[1]
+    body2 = split_evidence(second["messages"][0]["content"])[1]
+    assert body1 and body2 and second["messages"][0]["content"].count("## evidence") == 1
+    g1, g2 = parse_evidence(body1), parse_evidence(body2)
+    for group, items in g1.items():
+        for item in items:  # still true: nothing later says otherwise about the same thing
+            assert item in g2[group] or any(i.split(" (")[0] == item.split(" (")[0] for i in g2[group]), (group, item)
+    assert restore_conversation(second)[0] == dump
+
+
+@pytest.mark.parametrize("budget", [64, 96, 300, 1024])
+def test_summary_with_evidence_stays_within_the_budget(budget):
+    counter = counter_for("cl100k_base")
+    new, status, details = summarize_dump(read(MINI), max_summary_tokens=budget)
+    if status is Status.SUMMARIZED:
+        text = new["messages"][0]["content"]
+        summary = text[text.index("## system_context"):text.index("\n\n[Compaction note")]
+        assert counter.text(summary) == details["summary_tokens"] <= budget
+        assert ("## evidence" in summary) == (details["evidence_tokens"] > 0)
+
+
+def test_compact_uses_the_room_under_the_threshold():
+    dump = conv(rounds=60, size=1500)
+    counter = counter_for("cl100k_base")
+    before = counter.conversation(dump["messages"])
+    threshold = before // 3
+    fit, status, details = compact_dump(dump, Policy(token_threshold=threshold))
+    assert status is Status.SUMMARIZED
+    after = counter.conversation(fit["messages"])
+    assert 0.7 * threshold <= after <= threshold, (after, threshold)
+    tier2 = next(r for r in details["rounds"] if r["tier"] == 2)
+    assert tier2["keep_recent_fit"] is True and tier2["keep_recent"] > 16
+    fixed, _, _ = compact_dump(dump, Policy(token_threshold=threshold, keep_recent=16))
+    assert counter.conversation(fixed["messages"]) < 0.5 * after  # xun's fixed keep cuts far deeper
+    assert restore_conversation(fit)[0] == dump
+
+
+# ---------------------------------------------------------------- probes
+
+def test_probes_are_found_only_in_what_a_model_is_sent():
+    dump = read(MINI)
+    messages = dump["messages"]
+    probes = probes_of(messages[1:60])
+    kinds = {p.kind for p in probes}
+    assert {"task", "files_modified", "errors", "commands"} <= kinds
+    whole = retention(probes, sent_text(messages))
+    assert all(found == total for found, total in whole.values())  # everything is in the uncompacted run
+    new, _, _ = summarize_dump(dump, keep_task=False, evidence=False)
+    stored_only = {"messages": new["messages"][:1]}  # the archive holds the head; it is bookkeeping, not sent
+    kept = retention(probes, sent_text(stored_only["messages"]))
+    assert sum(f for f, _ in kept.values()) < sum(t for _, t in kept.values())
