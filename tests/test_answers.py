@@ -187,6 +187,7 @@ def replay_run(runner, tmp_path, repair, *extra, handler=None):
                                   "--keep-recent", "6", "--summary-input-tokens", "4000", "--replace-system",
                                   "--max-summary-tokens", str(600 + NOTE_TOKENS),
                                   "--no-cache", "--concurrency", "1", "--no-keep-task", "--no-evidence",
+                                  "--keep-user-tokens", "0",
                                   *extra, str(src), "-o", str(out),
                                   "--report", str(report)])
     doc = orjson.loads(report.read_bytes())

@@ -152,11 +152,16 @@ def test_the_task_kept_verbatim_restores_beside_a_force_kept_user_message():
     dump = conv(rounds=12)
     dump["messages"].append({"role": "user", "content": "And now the last module, please."})
     dump["messages"] += turn("z", "read_file", {"path": "src/z.py"}, "z" * 500)
-    new, status, details = summarize_dump(dump, keep_recent=2)
-    assert status is Status.SUMMARIZED and details["task_kept"] and details["forced_user"]
-    kept = [m["content"] for m in new["messages"][1:3]]
-    assert kept == [dump["messages"][1]["content"], "And now the last module, please."]
-    assert restore_conversation(new)[0] == dump
+    for user_tokens in (0, 60, 2000):
+        new, status, details = summarize_dump(dump, keep_recent=2, keep_user_tokens=user_tokens)
+        assert status is Status.SUMMARIZED and details["task_kept"] and details["forced_user"]
+        users = [m["content"] for m in new["messages"] if m["role"] == "user"]
+        assert users[0] == dump["messages"][1]["content"] and users[-1] == "And now the last module, please."
+        # the later ones kept: the latest first, while they fit (about 20 tokens each)
+        assert details["user_kept"] == len(users) - 2 == {0: 0, 60: 2, 2000: 11}[user_tokens]
+        assert users[1:-1] == [m["content"] for m in dump["messages"] if m["role"] == "user"][1:-1][-len(users) + 2:] \
+            if len(users) > 2 else True
+        assert restore_conversation(new)[0] == dump
 
 
 def test_no_keep_task_summarises_the_task_as_before():
@@ -170,12 +175,12 @@ def test_no_keep_task_summarises_the_task_as_before():
 def test_a_language_note_needs_letters_of_another_script():
     english = conv(rounds=8)
     english["messages"][6]["content"] += " \u200b… – “quoted” — café ✓"
-    new, _, _ = summarize_dump(english, keep_recent=4)
+    new, _, _ = summarize_dump(english, keep_recent=4, keep_user_tokens=0)
     assert "non-Latin script" not in new["messages"][0]["content"]
     chinese = conv(rounds=8)
     chinese["messages"][6]["content"] = ("请检查这个模块的状态命令为什么在没有登录的时候也会失败，"
                                          "然后修复它。谢谢你的帮助。")
-    new, _, _ = summarize_dump(chinese, keep_recent=4)
+    new, _, _ = summarize_dump(chinese, keep_recent=4, keep_user_tokens=0)  # its words summarised, not kept
     assert "non-Latin script" in new["messages"][0]["content"]
 
 

@@ -62,7 +62,7 @@ def _cut_before_formats(messages, keep_recent=16, keep_task=False):
         task = real[0]
         head.remove(task)
         kept.insert(0, task)
-    return Cut(system, head, kept, forced, task)
+    return Cut(system, head, kept, forced, task, (task,) if task is not None else ())
 
 
 # ---------------------------------------------------------------- strategies: Anthropic

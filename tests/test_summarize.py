@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import conversations
 
+from compactor_cli.evidence import sent_text
 from compactor_cli import check_conversation, restore_conversation
 from compactor_cli.backends.extractive import ExtractiveBackend
 from compactor_cli.backends.sections import SECTIONS, parse_sections
@@ -252,10 +253,10 @@ def planted_recall(n_conversations: int = 20) -> tuple[float, float, dict[str, f
     for seed in range(n_conversations):
         new, status, fields = summarize(planted_conversation(seed), keep_recent=8)
         assert status is Status.SUMMARIZED
-        summary = new["messages"][0]["content"]
+        sent = sent_text(new["messages"])  # the summary, the task and the user's words kept verbatim
         tokens.append(fields["summary_tokens"])
         for kind, _, _, needle in PLANTED:
-            hits[kind] += needle in summary
+            hits[kind] += " ".join(needle.split()) in sent
     per_kind = {k: v / n_conversations for k, v in hits.items()}
     return sum(hits.values()) / (n_conversations * len(PLANTED)), sum(tokens) / len(tokens), per_kind
 

@@ -112,6 +112,7 @@ _ASKS_FOR_INFO = re.compile(r"(?i)\b(?:could|can|would|will) you (?:please )?(?:
 _POLITE = re.compile(r"(?i)\b(please|thanks|thank you|appreciate)\b")
 _SPEAKER = re.compile(r"^(?:user asked|user|assistant(?: called)?|tool [\w.:-]+|latest request)\s*:\s*", re.I)
 _STATS = re.compile(r"^(\d+) earlier messages: (\d+) from the user, (\d+) tool results(?:; tools used: (.*))?$")
+_MARKER = re.compile(r"^(?:THOUGHT:|DISCUSSION\b:?)\s*", re.M)
 _FENCED = re.compile(r"```[^\n]*\n.*?(?:```|\Z)", re.S)
 _MARKUP = re.compile(r"^(?:#{1,6}\s+|[-*+•]\s+|\d+[.)]\s+|>\s*|`{3,}\w*\s*)+")
 SOURCE_WEIGHT = {"user": 3.0, "developer": 3.0, "assistant": 2.0, "tool": 1.0}
@@ -201,6 +202,8 @@ def _messages(head: list[dict[str, Any]]) -> list[_Msg]:
                         names[call["id"]] = parts[0]
         if calls and "```" in text:  # a text action's code block: the call carries the command
             text = _FENCED.sub(" ", text)
+        if role == "assistant" and text.startswith(("THOUGHT:", "DISCUSSION")):  # a harness's format marker
+            text = _MARKER.sub("", text)
         if role == "tool":
             # a string in a checked message, or None (no tool_call_id: no name)
             speaker = f"Tool {names.get(cast(str, m.get('tool_call_id')), 'result')}"

@@ -233,10 +233,11 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = (),
         keep_originals = v["originals"] == "keep"
         summary = SummarizeOptions(keep_recent=v["keep_recent"], max_summary_tokens=v["max_summary_tokens"],
                                    preserve_system=v["preserve_system"], keep_originals=keep_originals,
-                                   keep_task=v["keep_task"], evidence=v["evidence"])
+                                   keep_task=v["keep_task"], evidence=v["evidence"],
+                                   keep_user_tokens=v["keep_user_tokens"])
         params.update(keep_recent=v["keep_recent"], max_summary_tokens=v["max_summary_tokens"],
                       preserve_system=v["preserve_system"], keep_task=v["keep_task"], evidence=v["evidence"],
-                      originals=v["originals"], strict=strict,
+                      keep_user_tokens=v["keep_user_tokens"], originals=v["originals"], strict=strict,
                       encoding=v["encoding"], dry_run=dry_run)
         return Configured(command, Settings("summarize", keep_originals=keep_originals, strict=strict,
                                             encoding=v["encoding"], summary=summary, backend=backend,
@@ -274,13 +275,14 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = (),
                         preserve_system=v["preserve_system"], keep_originals=keep_originals,
                         exclude_tools=v["exclude_tools"], keep_turns=v["keep_turns"],
                         clear_at_least=v["clear_at_least"], placeholder=v["placeholder"],
-                        clear_tool_inputs=v["clear_tool_inputs"], keep_task=v["keep_task"], evidence=v["evidence"])
+                        clear_tool_inputs=v["clear_tool_inputs"], keep_task=v["keep_task"], evidence=v["evidence"],
+                        keep_user_tokens=v["keep_user_tokens"])
         params.update(controls)
         params.update(token_threshold=token_threshold, message_threshold=message_threshold, keep=v["keep"],
                       keep_recent="fit" if fit else v["keep_recent"], escalation_rounds=v["escalation_rounds"],
                       max_retries=v["max_retries"], max_summary_tokens=v["max_summary_tokens"],
                       preserve_system=v["preserve_system"], keep_task=v["keep_task"], evidence=v["evidence"],
-                      keep_originals=keep_originals, threshold_source=source,
+                      keep_user_tokens=v["keep_user_tokens"], keep_originals=keep_originals, threshold_source=source,
                       model=v["conversation_model"], context_window=v["context_window"], check=check,
                       dry_run=dry_run, originals=v["originals"], strict=strict, encoding=v["encoding"])
         settings = Settings("compact", keep=v["keep"], keep_originals=keep_originals, strict=strict,

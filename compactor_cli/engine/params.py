@@ -15,7 +15,7 @@ import click
 from ..errors import UsageError
 from ..model.format_names import FORMATS
 from ..model.tokens import AUTO, ENCODINGS
-from ..tiers.options import DEFAULT_KEEP, DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS
+from ..tiers.options import DEFAULT_KEEP, DEFAULT_KEEP_RECENT, DEFAULT_KEEP_USER_TOKENS, DEFAULT_MAX_SUMMARY_TOKENS
 
 F = Callable[..., Any]
 #: Commands that run records through the per-record step (``extract`` prints one result instead).
@@ -211,6 +211,10 @@ CUT_OPTIONS: list[Slot] = [
     click.option("--keep-task/--no-keep-task", default=True, show_default=True,
                  help="Keep the task (the first user message that is the user speaking, not a harness's "
                       "reminder) verbatim, first after the system message."),
+    click.option("--keep-user-tokens", type=click.IntRange(min=0, max=MAX_INT), default=DEFAULT_KEEP_USER_TOKENS,
+                 show_default=True,
+                 help="The user's later messages (besides the task) kept verbatim, the latest first, within so "
+                      "many tokens; 0 summarises them."),
     click.option("--evidence/--no-evidence", default=True, show_default=True,
                  help="End the summary with xcompact's evidence section (files changed and read, errors met, "
                       "tests, failed commands), computed from the transcript for every backend."),

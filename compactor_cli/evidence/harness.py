@@ -24,8 +24,9 @@ TASK_MAX_CHARS = 40_000
 
 
 def _key(text: str) -> str:
-    """Texts a harness repeats share this key: whitespace folded, digits blanked, the first 200 characters."""
-    return re.sub(r"\d+", "#", " ".join(text.split()))[:200]
+    """Texts a harness repeats share this key: whitespace folded, digits blanked, the first 60
+    characters (a template's fixed opening: "The last command <command>…" whatever the command)."""
+    return re.sub(r"\d+", "#", " ".join(text.split()))[:60]
 
 
 def without_injected(text: str) -> str:

@@ -123,11 +123,17 @@ def forced_user(messages: list[dict], head: list[int], kept: list[int]) -> int |
     return users[-1] if users else None
 
 
+def verbatim_allowed(messages: list[dict], head: list[int], kept: list[int]) -> bool:
+    """May user messages of the head be kept verbatim before the kept part? Not in an Anthropic
+    request, whose kept part must alternate from its first message."""
+    return bool(head) and not any(_format_of(messages[i]) == "anthropic" for i in (head[0], *kept[:1]))
+
+
 def task_message(messages: list[dict], head: list[int], kept: list[int]) -> int | None:
     """The task (the first user message that is the user speaking) when the head holds it: it is
     kept verbatim, first after the system message, so what was asked survives every round. Not
     for Anthropic requests (whose kept part must alternate from its first message)."""
-    if not head or any(_format_of(messages[i]) == "anthropic" for i in (head[0], *kept[:1])):
+    if not verbatim_allowed(messages, head, kept):
         return None
     task = task_index(messages)
     return task if task is not None and task in head else None

@@ -326,13 +326,20 @@ def _check_archive(value: Any) -> Iterator[Problem]:
             else:
                 for p in check_messages_shape([system], f"{eptr}/system"):
                     yield Problem(f"{eptr}/system" + p.pointer[len(eptr) + 9:], p.message, True)
-        for key in ("forced_user_at", "task_at"):
-            at = entry.get(key)
-            if at is not None and not (_is_int(at) and isinstance(head, list) and 0 <= at <= len(head)):
-                span = f" (the head has {len(head)} messages)" if isinstance(head, list) else ""
-                yield Problem(f"{eptr}/{key}", f"{ARCHIVE_KEY} entry '{key}' must be null or an "
-                                               f"index into the head{span}, "
-                                               f"got {_describe(at)}", True)
+        at = entry.get("forced_user_at")
+        if at is not None and not (_is_int(at) and isinstance(head, list) and 0 <= at <= len(head)):
+            span = f" (the head has {len(head)} messages)" if isinstance(head, list) else ""
+            yield Problem(f"{eptr}/forced_user_at", f"{ARCHIVE_KEY} entry 'forced_user_at' must be null or an "
+                                                    f"index into the head{span}, "
+                                                    f"got {_describe(at)}", True)
+        kept_at = entry.get("kept_at")
+        if kept_at is not None:
+            size = (len(head) if isinstance(head, list) else 0) + (len(kept_at) if isinstance(kept_at, list) else 0)
+            if not (isinstance(kept_at, list) and all(_is_int(k) and 0 <= k < size for k in kept_at)
+                    and kept_at == sorted(set(kept_at))):
+                yield Problem(f"{eptr}/kept_at", f"{ARCHIVE_KEY} entry 'kept_at' must be a list of increasing "
+                                                 f"indices into the restored head ({size} messages), "
+                                                 f"got {_describe(kept_at)}", True)
         replaced = entry.get("replaced_keys")
         if replaced is not None:
             if not isinstance(replaced, dict):

@@ -14,6 +14,7 @@ from ..backends import Backend
 from ..backends.config import BackendConfig
 from ..backends.factory import make_backend
 from ..errors import UsageError
+from ..evidence.harness import real_user_indices
 from ..model.conversation import COUNTER_KEY, REPLACED_KEYS, estimated_message_length
 from ..model.tokens import MemoTokens, TokenCounter, counter_for
 from ..status import Status
@@ -130,7 +131,8 @@ async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None, cou
             keep_recent = (DEFAULT_KEEP_RECENT if fixed_recent is None else fixed_recent) >> attempt
         opts = SummarizeOptions(keep_recent=keep_recent, max_summary_tokens=policy.max_summary_tokens,
                                 preserve_system=policy.preserve_system, keep_originals=policy.keep_originals,
-                                keep_task=policy.keep_task, evidence=policy.evidence)
+                                keep_task=policy.keep_task, evidence=policy.evidence,
+                                keep_user_tokens=policy.keep_user_tokens)
         assert backend is not None
         summarised, status, sfields = await summarize_conversation(dump, opts, backend, counter)
         entry: dict[str, Any] = {"tier": 2, "keep_recent": keep_recent, "status": status.value,
@@ -179,12 +181,21 @@ def fit_keep_recent(messages: list[dict], policy: Policy, memo: MemoTokens) -> i
     if policy.message_threshold is not None:
         return max(0, policy.message_threshold - start - 2)  # the system message, the task, the summary's
     room = int(policy.threshold * ESCALATION_RATIO) - policy.max_summary_tokens - memo.conversation(messages[:start])
+    task = None
     if policy.keep_task and body:
         from ..formats.rules import task_message
 
         task = task_message(messages, list(range(start, len(messages))), [])
         if task is not None:
             room -= memo.message(messages[task])
+    users = policy.keep_user_tokens  # the user's later messages the cut will keep too (at most this)
+    for i in reversed(real_user_indices(messages)):
+        if i == task:
+            continue
+        n = memo.message(messages[i])
+        if n <= users:
+            users -= n
+    room -= policy.keep_user_tokens - users
     n = 0
     for m in reversed(body):
         room -= memo.message(m)

@@ -7,11 +7,13 @@ replaced so ``restore`` gives the input back. Backends only turn a head into sum
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import BackendError
-from ..formats.rules import adjust_cut, forced_user, task_message
+from ..evidence.harness import real_user_indices
+from ..formats.rules import adjust_cut, forced_user, task_message, verbatim_allowed
 from ..model.conversation import ARCHIVE_KEY, COUNTER_KEY, ORIGINALS_KEY, check_pairing, content_text
 from .options import DEFAULT_KEEP_RECENT
 from .store import head_tool_counts, read_aliases, summarised_away_ids
@@ -39,16 +41,20 @@ class Cut:
     kept: list[int]
     forced_user: int | None
     task: int | None = None
+    moved: tuple[int, ...] = ()  # the task and later user messages taken verbatim from the head (chronological)
 
 
-def choose_cut_point(messages: list[dict], keep_recent: int = DEFAULT_KEEP_RECENT, keep_task: bool = True) -> Cut:
+def choose_cut_point(messages: list[dict], keep_recent: int = DEFAULT_KEEP_RECENT, keep_task: bool = True,
+                     user_tokens: int = 0, count: Callable[[dict], int] | None = None) -> Cut:
     """The tail is the last ``keep_recent`` messages after the system message; the cut moves
     earlier until the tail does not start with a tool result (an assistant message with
     tool_calls stays with all its results) and, for a native format, until it starts where that
     format allows (formats.adjust_cut); the last user message is force-kept when the tail would
     hold none (an Anthropic request: when the tail starts with an assistant message, see
     formats.forced_user). The task (the first user message that is the user speaking, not a
-    harness's reminder) is kept too, first, so what was asked survives verbatim (``keep_task``)."""
+    harness's reminder) is kept too, first, so what was asked survives verbatim (``keep_task``),
+    and the user's later messages of the head, the most recent first, while they fit in
+    ``user_tokens`` (counted by ``count``), in their chronological places."""
     system = 0 if messages and messages[0].get("role") == "system" else None
     start = 1 if system == 0 else 0
     n = len(messages)
@@ -63,12 +69,22 @@ def choose_cut_point(messages: list[dict], keep_recent: int = DEFAULT_KEEP_RECEN
         head.remove(forced)
         kept.insert(0, forced)
     task = task_message(messages, head, kept) if keep_task else None  # the user's request, verbatim
-    if task is not None and len(head) > 1:  # (a head of the task alone stays a head: nothing else to condense)
-        head.remove(task)
-        kept.insert(0, task)
-    else:
-        task = None
-    return Cut(system, head, kept, forced, task)
+    moved = [task] if task is not None else []
+    if user_tokens > 0 and count is not None and verbatim_allowed(messages, head, kept):
+        room = user_tokens
+        for i in reversed(real_user_indices(messages)):  # the user's own words, the latest first
+            if i in head and i != task:
+                n = count(messages[i])
+                if n <= room:
+                    moved.append(i)
+                    room -= n
+    if len(moved) >= len(head):  # (a head of nothing but the user's words stays a head: nothing else to condense)
+        moved, task = [], None
+    moved.sort()
+    for i in moved:
+        head.remove(i)
+    kept = moved + kept
+    return Cut(system, head, kept, forced, task, tuple(moved))
 
 
 #: Most tokens the list of summarised-away IDs may take in the compaction note (about 4 characters
@@ -168,8 +184,8 @@ def summarised_without_system(dump: dict, cut: Cut, keep_originals: bool = True)
             "round": round_no,
             "system": messages[cut.system] if cut.system is not None else None,
             "head": head,
-            "forced_user_at": _forced_position(cut),
-            **({"task_at": sum(1 for i in cut.head if i < cut.task)} if cut.task is not None else {}),
+            "forced_user_at": None if cut.moved else _forced_position(cut),
+            **({"kept_at": _kept_positions(cut)} if cut.moved else {}),
             "replaced_keys": {k: dump[k] for k in ("tokens_used", COUNTER_KEY) if k in dump},
         }
         new[ARCHIVE_KEY] = list(dump.get(ARCHIVE_KEY) or []) + [entry]
@@ -245,6 +261,14 @@ def split_system(content: Any, rounds_before: int) -> tuple[Any, str]:
         if isinstance(last, dict) and isinstance(last.get("text"), str) and last["text"].startswith(_SUMMARY_START):
             return content[:-1], last["text"]
     return content, ""
+
+
+def _kept_positions(cut: Cut) -> list[int]:
+    """Where the messages the cut took from the head (the task, later user messages, a force-kept
+    one: the first ones of the kept part, in order) sat in the head as it was."""
+    taken = [*cut.moved, *([cut.forced_user] if cut.forced_user is not None else [])]
+    full = sorted([*cut.head, *taken])
+    return [full.index(i) for i in taken]
 
 
 def _forced_position(cut: Cut) -> int | None:

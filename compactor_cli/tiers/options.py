@@ -10,6 +10,10 @@ DEFAULT_KEEP_RECENT = 16  # xun's summary_keep_max
 DEFAULT_MAX_SUMMARY_TOKENS = 1024
 MIN_SUMMARY_TOKENS = 64  # what the eight section headings alone need
 DEFAULT_TOKEN_THRESHOLD = 192_000
+#: The user's later messages kept verbatim by tier 2 (besides the task), in tokens: a tenth of
+#: Codex's 20,000, since a batch compaction is asked to shrink; on the shared real runs it keeps
+#: every later user turn of the tau-bench and Claude Code heads and the last few of a long Codex session.
+DEFAULT_KEEP_USER_TOKENS = 2000
 
 
 @dataclass
@@ -20,6 +24,7 @@ class SummarizeOptions:
     keep_originals: bool = True
     keep_task: bool = True  # the task (the first real user request) stays verbatim, first after the system message
     evidence: bool = True  # the summary ends with xcompact's evidence section (files, errors, tests, commands)
+    keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS  # the user's later messages kept verbatim, at most
 
 
 @dataclass
@@ -42,6 +47,7 @@ class Policy:
     clear_tool_inputs: bool = False
     keep_task: bool = True  # tier 2's (SummarizeOptions)
     evidence: bool = True
+    keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS
 
     @property
     def threshold(self) -> int:

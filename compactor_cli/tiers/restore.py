@@ -97,13 +97,15 @@ def _restore_summaries(dump: dict) -> tuple[dict, int, int]:
                                     "the summary's system message", f"/{ARCHIVE_KEY}/{j}")
         kept = messages[1:]
         head = list(entry["head"])
-        task_at = entry.get("task_at")
-        task = None
-        if task_at is not None:  # the task, kept first (before a force-kept user message)
-            if not kept:
-                raise InvalidInputError(f"summary round {entry['round']} cannot be undone: it kept the task "
-                                        "message, which is not there", f"/{ARCHIVE_KEY}/{j}/task_at")
-            task, kept = kept[0], kept[1:]
+        kept_at = entry.get("kept_at")
+        if kept_at:  # the task, later user messages, a force-kept one: first in the kept part, in order
+            if len(kept) < len(kept_at):
+                raise InvalidInputError(f"summary round {entry['round']} cannot be undone: it kept "
+                                        f"{len(kept_at)} messages of the head verbatim, which are not there",
+                                        f"/{ARCHIVE_KEY}/{j}/kept_at")
+            for pos, message in zip(kept_at, kept[:len(kept_at)], strict=True):
+                head.insert(pos, message)
+            kept = kept[len(kept_at):]
         at = entry.get("forced_user_at")
         if at is not None:
             if not kept:
@@ -111,8 +113,6 @@ def _restore_summaries(dump: dict) -> tuple[dict, int, int]:
                                         "message that is not there", f"/{ARCHIVE_KEY}/{j}/forced_user_at")
             head.insert(at, kept[0])
             kept = kept[1:]
-        if task is not None:
-            head.insert(task_at, task)
         system = [entry["system"]] if entry.get("system") is not None else []
         dump["messages"] = system + head + kept
         replaced = entry.get("replaced_keys") or {}

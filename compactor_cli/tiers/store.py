@@ -17,7 +17,9 @@ lost, and restore and extract look the alias up first.
 
     {"round": 1, "system": <the replaced system message or null>, "head": [<summarised messages>],
      "forced_user_at": <index in head where the force-kept user message sat, or null>,
-     "task_at": <index in head where the task sat, kept verbatim first; absent when it was not>,
+     "kept_at": [<where each message the cut kept verbatim from the head sat in the head as it was:
+                 the task, later user messages, the force-kept one; the first ones of the kept part,
+                 in order; then forced_user_at is null>],   # absent when none was
      "replaced_keys": {"tokens_used": ..., "compaction_counter": ...}}   # their values before
 
 A round summarised with ``--originals drop`` while the dump holds originals or an archive leaves

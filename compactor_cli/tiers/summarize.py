@@ -26,7 +26,13 @@ from .cut import (
     summary_note,
     validate_replacement,
 )
-from .options import DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS, MIN_SUMMARY_TOKENS, SummarizeOptions
+from .options import (
+    DEFAULT_KEEP_RECENT,
+    DEFAULT_KEEP_USER_TOKENS,
+    DEFAULT_MAX_SUMMARY_TOKENS,
+    MIN_SUMMARY_TOKENS,
+    SummarizeOptions,
+)
 
 #: Most of the summary's budget the evidence section may take (the model's or the extractive
 #: sections get the rest, and at least MIN_SUMMARY_TOKENS).
@@ -52,7 +58,8 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
                                  counter: TokenCounter) -> tuple[dict, Status, dict[str, Any]]:
     """One summary round. Returns (dump, status, report fields)."""
     messages = dump["messages"]
-    cut = choose_cut_point(messages, opts.keep_recent, opts.keep_task)
+    memo = MemoTokens(counter)
+    cut = choose_cut_point(messages, opts.keep_recent, opts.keep_task, opts.keep_user_tokens, memo.message)
     fields: dict[str, Any] = {"backend": backend.name, "model": backend.model}
     if not cut.head:
         fields["reason"] = "no messages before the kept ones to summarise"
@@ -99,7 +106,6 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
             raise BackendError(f"the summary with its evidence has {n} tokens, over the limit of {total_budget}")
         new = build_summarised(dump, cut, summary, opts.preserve_system, opts.keep_originals)
         validate_replacement(dump, new)
-        memo = MemoTokens(counter)
         before, after = memo.conversation(messages), memo.conversation(new["messages"])
         if after >= before:
             raise NotSmallerError(f"the result ({after} tokens) is not smaller than what it replaces "
@@ -117,6 +123,7 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
         return dump, Status.SUMMARIZE_FAILED, fields
     fields.update(summarized_count=len(cut.head), kept_count=len(cut.kept), summary_tokens=n,
                   forced_user=cut.forced_user is not None, task_kept=cut.task is not None,
+                  user_kept=len(cut.moved) - (cut.task is not None),
                   evidence_tokens=evidence_tokens, model_calls=calls, cached=answer.cached, repaired=repaired,
                   tokens_before=before, tokens_after=after)
     if answer.structured:
@@ -148,13 +155,14 @@ async def run_and_close(coro: Any, backend: Any) -> Any:
 def summarize_dump(dump: dict | list, keep_recent: int = DEFAULT_KEEP_RECENT,
                    max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS, preserve_system: bool = True,
                    keep_originals: bool = True, backend: Any = None,
-                   encoding: str = "cl100k_base", keep_task: bool = True,
-                   evidence: bool = True) -> tuple[dict, Status, dict[str, Any]]:
+                   encoding: str = "cl100k_base", keep_task: bool = True, evidence: bool = True,
+                   keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS) -> tuple[dict, Status, dict[str, Any]]:
     """Library entry point: one summary round on a dumps() dict or a list of messages, by default
     with the offline extractive backend. ``backend`` is a backend object, a ``BackendConfig`` or
     a name ("extractive", "openai": OPENAI_API_KEY / OPENAI_BASE_URL from the environment, or
     "auto"). ``keep_task``: the task (the first real user request) stays verbatim; ``evidence``:
-    the summary ends with the evidence section. Returns (dump, status, details); the input is
+    the summary ends with the evidence section; ``keep_user_tokens``: the user's later messages
+    kept verbatim, the latest first, within so many tokens. Returns (dump, status, details); the input is
     not modified. ``encoding``: one of
     model.tokens.ENCODINGS; ``auto`` chooses from the dump's ``model``."""
     import asyncio
@@ -165,5 +173,6 @@ def summarize_dump(dump: dict | list, keep_recent: int = DEFAULT_KEEP_RECENT,
     if backend is None or isinstance(backend, (str, BackendConfig)):
         backend = make_backend(backend, counter.text, max_summary_tokens)
     dump, _ = normalize_record(dump)
-    opts = SummarizeOptions(keep_recent, max_summary_tokens, preserve_system, keep_originals, keep_task, evidence)
+    opts = SummarizeOptions(keep_recent, max_summary_tokens, preserve_system, keep_originals, keep_task, evidence,
+                            keep_user_tokens)
     return asyncio.run(run_and_close(summarize_conversation(dump, opts, backend, counter), backend))
