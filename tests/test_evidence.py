@@ -272,3 +272,56 @@ def test_probes_are_found_only_in_what_a_model_is_sent():
     stored_only = {"messages": new["messages"][:1]}  # the archive holds the head; it is bookkeeping, not sent
     kept = retention(probes, sent_text(stored_only["messages"]))
     assert sum(f for f, _ in kept.values()) < sum(t for _, t in kept.values())
+
+
+# ---------------------------------------------------------------- a model's summary checked
+
+SAME = ("The conversation is about setting up a testing environment for the Spotter project, including checking "
+        "for test files and importing the necessary modules.")
+
+
+def test_an_answer_whose_sections_repeat_one_another_is_replaced_by_the_extractive_sections(runner, tmp_path):
+    from chat_server import ChatServer, Reply, summary_text
+
+    from compactor_cli.backends.sections import SECTIONS
+    from compactor_cli.tiers.self_check import repeated_sections
+
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(orjson.dumps(conv(rounds=12)) + b"\n")
+    parrot = "\n\n".join(f"## {s}\n{SAME}" for s in SECTIONS)
+    assert repeated_sections(parrot) == list(SECTIONS) and repeated_sections(summary_text()) == []
+    for answer, repeats in ((parrot, True), (summary_text(), False)):
+        out, report = tmp_path / "out.jsonl", tmp_path / "report.json"
+        with ChatServer(lambda req, answer=answer: Reply(content=answer)) as server:
+            res = runner.invoke(cli, ["summarize", "--backend", "openai", "--base-url", server.base_url, "--model", "m",
+                                      "--structured", "markdown", "--no-cache", "--keep-recent", "6", str(src),
+                                      "-o", str(out), "--report", str(report)])
+        assert res.exit_code == 0, res.stderr
+        item = orjson.loads(report.read_bytes())["items"][0]
+        written = orjson.loads(out.read_bytes().splitlines()[0])["messages"][0]["content"]
+        assert item["status"] == "SUMMARIZED"
+        if repeats:
+            assert item["fallback"] == "extractive" and "repeat one another" in item["self_check"]
+            assert SAME not in written and "earlier messages:" in written  # the extractive overview's counts
+        else:
+            assert "fallback" not in item and "overview of the planted facts" in written
+
+
+def test_the_degenerate_recorded_answers_of_the_small_model_are_caught():
+    """Of the 0.5B model's 22 readable recorded answers, those that copy sentences across most
+    sections are caught; an answer that merely says (none) in several sections is not."""
+    from compactor_cli.backends.sections import SECTIONS, read_answer, render_sections
+    from compactor_cli.tiers.self_check import repeated_sections
+
+    caught = readable = 0
+    for line in (FIXTURES / "llm-answers" / "qwen2.5-coder-0.5b.jsonl").read_bytes().splitlines():
+        ex = orjson.loads(line)
+        choices = (ex.get("response") or {}).get("choices") or []
+        if not choices:
+            continue
+        reading = read_answer(choices[0]["message"]["content"])
+        if reading.sections:
+            readable += 1
+            caught += bool(repeated_sections(render_sections({s: reading.sections.get(s, "(none)") for s in SECTIONS})))
+    assert readable == 22 and caught == 4
+    assert repeated_sections(render_sections(dict.fromkeys(SECTIONS, "(none)"))) == []

@@ -33,6 +33,7 @@ from .options import (
     MIN_SUMMARY_TOKENS,
     SummarizeOptions,
 )
+from .self_check import repeated_sections
 
 #: Most of the summary's budget the evidence section may take (the model's or the extractive
 #: sections get the rest, and at least MIN_SUMMARY_TOKENS).
@@ -100,6 +101,14 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
             if n > budget:
                 raise BackendError(f"the summary has {n} tokens, over the limit of {budget} "
                                    "even after a retry asking for a shorter one")
+        repeated = repeated_sections(summary) if backend.name != "extractive" else []
+        if repeated:  # not a summary: the offline sections of the same head instead, and the item says so
+            from ..backends.extractive import ExtractiveBackend
+
+            summary = canonical_summary(ExtractiveBackend(counter.text).summarize_sync(request))
+            fields["self_check"] = (f"the sections {', '.join(repeated)} repeat one another: "
+                                    "the extractive sections were written instead")
+            fields["fallback"] = "extractive"
         summary = with_evidence(summary, body)
         n = counter.text(summary)
         if n > total_budget:  # token merges across the join (never more than a few)
