@@ -176,7 +176,12 @@ def test_a_server_failure_does_not_take_the_next_round():
     new, status, fields = asyncio.run(compact_conversation(dump, Policy(token_threshold=tokens(dump) // 3,
                                                                         keep_recent=4), Down(), COUNTER))
     assert status is Status.SUMMARIZE_FAILED and "503" in fields["error"]
-    assert [r["tier"] for r in fields["rounds"]] == [1, 2] and "reason_kind" not in fields["rounds"][1]
+    # the failed summary's round, then the fallback ladder: every tool output cleared, the extractive summary
+    assert [r["tier"] for r in fields["rounds"]] == [1, 2, 1, 2] and "reason_kind" not in fields["rounds"][1]
+    assert [r.get("fallback", "")[:17] for r in fields["rounds"]] == ["", "", "the summary faile", "the summary faile"]
+    assert fields["rounds"][2]["keep"] == 0 and fields["rounds"][3]["status"] == "SUMMARIZED"
+    assert fields["size_after"] <= tokens(dump) // 3 and "summary failed" not in str(new["messages"][0]["content"])
+    assert restore_conversation(new)[0] == dump  # nothing lost on the way down
 
 
 # ---- CLI: --check, --dry-run, the report

@@ -157,6 +157,10 @@ async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None, cou
             fields["size_after"] = estimate
             return dump, _done(changed, summarized), fields
         if summary_error is not None:
+            # the fallback ladder: every tool output cleared, then the offline extractive summary;
+            # each step a round of its own; the summary's failure stays the status
+            dump, estimate = await _fallback_ladder(dump, original, policy, opts, backend, counter, memo,
+                                                    fields["rounds"], rounds)
             fields["size_after"] = estimate
             fields["error"] = summary_error
             return dump, Status.SUMMARIZE_FAILED, fields
@@ -169,6 +173,36 @@ async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None, cou
     fields["error"] = (f"still over the threshold after {policy.max_retries + 1} rounds: {estimate} {policy.unit}, "
                        f"{estimate - threshold} over {threshold}")
     return dump, Status.STILL_OVER, fields
+
+
+async def _fallback_ladder(dump: dict, original: dict, policy: Policy, opts: SummarizeOptions, backend: Backend,
+                           counter: TokenCounter, memo: MemoTokens, rounds_done: list[dict[str, Any]],
+                           toolcall_rounds: int) -> tuple[dict, int]:
+    """What compact writes when the summariser failed and the conversation is still over: first
+    every tool output cleared (tier 1 with keep 0), then, if still over and the summariser was a
+    model, the offline extractive summary of the same cut. Never an error text as a summary."""
+    new, res = reclaim_tool_results(dump, keep=0, keep_originals=policy.keep_originals,
+                                    key_offsets=head_tool_counts(dump), exclude_tools=policy.exclude_tools,
+                                    counter=counter, placeholder=policy.placeholder,
+                                    clear_tool_inputs=policy.clear_tool_inputs)
+    estimate, _ = measure(new, policy, memo, observed_ok=False)
+    if res.reclaimed_count:
+        dump = _with_counters(new, original, toolcall_rounds=toolcall_rounds + 1)
+    rounds_done.append({"tier": 1, "keep": 0, "reclaimed_count": res.reclaimed_count, "estimate": estimate,
+                        "fallback": "the summary failed: every tool output cleared"})
+    if estimate <= policy.threshold or backend.name == "extractive":
+        return dump, estimate
+    from ..backends.extractive import ExtractiveBackend
+
+    summarised, status, sfields = await summarize_conversation(dump, opts, ExtractiveBackend(counter.text), counter)
+    entry: dict[str, Any] = {"tier": 2, "keep_recent": opts.keep_recent, "status": status.value,
+                             "fallback": "the summary failed: the offline extractive summary instead"}
+    if status is Status.SUMMARIZED:
+        dump = _remember(summarised, original, REPLACED_KEYS)
+        estimate, _ = measure(dump, policy, memo, observed_ok=False)
+        entry.update(summarized_count=sfields["summarized_count"], estimate=estimate)
+    rounds_done.append(entry)
+    return dump, estimate
 
 
 def fit_keep_recent(messages: list[dict], policy: Policy, memo: MemoTokens) -> int:
