@@ -24,6 +24,8 @@ from ..model.conversation import call_parts, content_text
 #: The groups of the section, in the order they are listed and (weighted) the order they are cut.
 GROUPS = ("Files changed", "Error met", "Test run", "Command failed", "Files read", "Acted on")
 INLINE = frozenset({"Files changed", "Files read", "Acted on"})  # one bullet, items joined by ", "
+#: What an agent cannot cheaply re-derive, admitted before the files it read.
+MUST = ("Files changed", "Error met", "Test run", "Command failed", "Acted on")
 #: Items of each group admitted per round when the budget is short: files changed first.
 SHARE = {"Files changed": 4, "Error met": 2, "Test run": 1, "Command failed": 1, "Files read": 2, "Acted on": 1}
 
@@ -365,13 +367,28 @@ def _relative(ev: Evidence, root: str) -> None:
 
 def render_evidence(groups: dict[str, list[str]], budget: int, count: Callable[[str], int]) -> str:
     """The section's body within ``budget`` tokens: each group's most recent items first, admitted
-    round robin (``SHARE`` per round) until the budget is spent; listed most recent first."""
+    round robin (``SHARE`` per round) until the budget is spent, the files read only after every
+    other group (an agent re-reads a file cheaply; it cannot re-derive what it changed or met);
+    listed most recent first."""
     queues = {g: list(reversed(groups.get(g) or [])) for g in GROUPS}
     chosen: dict[str, list[str]] = {g: [] for g in GROUPS}
     used = 0
-    while any(queues.values()):
+    for admitted in (MUST, ("Files read",)):  # files read last: an agent re-reads a file cheaply
+        used = _admit(queues, chosen, admitted, used, budget, count)
+    body = _render(chosen)
+    while body and count(body) > budget:  # merges across lines can differ from the estimate
+        longest = max(GROUPS, key=lambda g: len(chosen[g]))
+        chosen[longest].pop()
+        body = _render(chosen)
+    return body
+
+
+def _admit(queues: dict[str, list[str]], chosen: dict[str, list[str]], admitted: tuple[str, ...], used: int,
+           budget: int, count: Callable[[str], int]) -> int:
+    """Admit the items of ``admitted`` groups round robin (SHARE per round) while they fit."""
+    while any(queues[g] for g in admitted):
         progressed = False
-        for g in GROUPS:
+        for g in admitted:
             for _ in range(SHARE[g]):
                 if not queues[g]:
                     break
@@ -385,12 +402,7 @@ def render_evidence(groups: dict[str, list[str]], budget: int, count: Callable[[
                 progressed = True
         if not progressed:
             break
-    body = _render(chosen)
-    while body and count(body) > budget:  # merges across lines can differ from the estimate
-        longest = max(GROUPS, key=lambda g: len(chosen[g]))
-        chosen[longest].pop()
-        body = _render(chosen)
-    return body
+    return used
 
 
 def _render(chosen: dict[str, list[str]]) -> str:
