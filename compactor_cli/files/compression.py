@@ -26,13 +26,62 @@ from ..errors import InvalidInputError
 #: suffix -> codec name
 CODECS = {".gz": "gzip", ".zst": "zstd", ".bz2": "bzip2", ".xz": "xz"}
 SUFFIXES = tuple(CODECS)
-#: Compressed bytes decoded at a time (also bounds what one decode call may expand to).
+#: Compressed bytes read at a time.
 READ_CHUNK = 1 << 16
+#: Decompressed bytes one decode call may give (gzip, bzip2, xz); a zstd decoder is fed
+#: ZSTD_SLICE compressed bytes at a time, which expand to at most 16 MiB (a ratio a bomb reaches,
+#: no real file). So a few KB that expand to gigabytes are decoded a bounded slice at a time,
+#: and the record-size limit stops the line or document they form.
+OUT_CHUNK = 1 << 20
+ZSTD_SLICE = 512
+#: The record-size limit: the longest JSONL line, JSON document or the lines of a Claude Code or
+#: Codex file (four times it, since the whole file is one record) xcompact reads; larger is an
+#: error naming the file and the line. 256 MiB is eight times the largest request an LLM API
+#: takes (32 MB), so no real transcript line reaches it, and memory stays bounded by it whatever
+#: the input (a device, a file with no newline, a decompression bomb). XCOMPACT_MAX_RECORD_BYTES
+#: sets another limit.
+DEFAULT_MAX_RECORD_BYTES = 256 << 20
+LIMIT_VARIABLE = "XCOMPACT_MAX_RECORD_BYTES"
 _FRAME = {"gzip": "member", "zstd": "frame", "bzip2": "stream", "xz": "stream"}
 
 
 class CorruptInput(InvalidInputError):
     """Compressed data that cannot be decoded: truncated, damaged, or not the codec's at all."""
+
+
+class RecordTooLarge(InvalidInputError):
+    """A line or a document over the record-size limit (its reader says which line)."""
+
+
+def max_record_bytes() -> int:
+    """The record-size limit: XCOMPACT_MAX_RECORD_BYTES, else DEFAULT_MAX_RECORD_BYTES."""
+    text = os.environ.get(LIMIT_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_MAX_RECORD_BYTES
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        from ..errors import UsageError
+
+        raise UsageError(f"{LIMIT_VARIABLE} must be a positive number of bytes (the record-size limit), "
+                         f"got {text[:40]!r}")
+    return value
+
+
+def size_text(n: int) -> str:
+    """``n`` bytes as a user reads a limit: "256 MiB", "1 GiB", "1000 bytes"."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n} bytes"
+
+
+def too_large(what: str, limit: int, kind: str = "the record-size limit") -> RecordTooLarge:
+    """The one line for a record over the limit (``what``: "line 3", "the JSON document"...)."""
+    return RecordTooLarge(f"{what} is longer than {size_text(limit)}, {kind} (no transcript line is that long; "
+                          f"set {LIMIT_VARIABLE} to raise it); the rest of the file is not read")
 
 
 def codec_of(path: str | None) -> str | None:
@@ -120,28 +169,44 @@ class DecodedReader(io.RawIOBase):
         return n
 
     def _fill(self) -> bool:
-        """Decode the next compressed chunk; False at the end of the data."""
+        """Decode the next slice (at most OUT_CHUNK bytes, or a ZSTD_SLICE of input); False at
+        the end of the data."""
         while True:
-            data, self._tail = (self._tail, b"") if self._tail else (self.fh.read(READ_CHUNK), b"")
-            if not data:
-                if self._dec is not None and not self._dec.eof:
-                    raise CorruptInput(f"the {self.codec} data is truncated: it ends inside a "
-                                       f"{_FRAME[self.codec]}, after {self.decoded} decompressed bytes")
-                return False
-            if self._dec is None or self._dec.eof:
-                if self._dec is not None:
-                    data = data.lstrip(b"\0")  # zero padding after a complete frame (tape-style): skipped
-                    if not data:
-                        continue
-                self._dec = self._new()
+            dec = self._dec
+            if dec is not None and not dec.eof and self.codec in ("bzip2", "xz") and not dec.needs_input:  # type: ignore[attr-defined]
+                data = b""  # output the decoder holds back
+            else:
+                data, self._tail = (self._tail, b"") if self._tail else (self.fh.read(READ_CHUNK), b"")
+                if not data:
+                    if dec is not None and not dec.eof and self.codec == "gzip":
+                        out = dec.decompress(b"", OUT_CHUNK)  # type: ignore[call-arg]  # a match cut by OUT_CHUNK
+                        if out or dec.eof:
+                            self._pending = memoryview(out)
+                            return True
+                    if dec is not None and not dec.eof:
+                        raise CorruptInput(f"the {self.codec} data is truncated: it ends inside a "
+                                           f"{_FRAME[self.codec]}, after {self.decoded} decompressed bytes")
+                    return False
+                if dec is None or dec.eof:
+                    if dec is not None:
+                        data = data.lstrip(b"\0")  # zero padding after a complete frame (tape-style): skipped
+                        if not data:
+                            continue
+                    dec = self._dec = self._new()
+            rest = b""
             try:
-                out = self._dec.decompress(data)
+                if self.codec == "zstd":
+                    data, rest = data[:ZSTD_SLICE], data[ZSTD_SLICE:]
+                    out = dec.decompress(data)
+                else:
+                    out = dec.decompress(data, OUT_CHUNK)  # type: ignore[call-arg]
+                    if self.codec == "gzip":
+                        rest = dec.unconsumed_tail  # type: ignore[attr-defined]
             except self._errors as exc:
                 detail = str(exc).rsplit(": ", 1)[-1]  # zlib: "Error -3 while decompressing data: ..."
                 raise CorruptInput(f"not valid {self.codec} data ({detail}), after {self.decoded} decompressed "
                                    "bytes") from None
-            if self._dec.eof:
-                self._tail = self._dec.unused_data
+            self._tail = (dec.unused_data + rest) if dec.eof else rest
             self._pending = memoryview(out)
             return True
 
@@ -189,7 +254,13 @@ def compress_bytes(data: bytes, codec: str) -> bytes:
     return enc.compress(data) + enc.flush()
 
 
-def decompress_bytes(data: bytes, codec: str) -> bytes:
-    """Every frame of ``data``, decoded; CorruptInput when it is truncated or damaged."""
+def decompress_bytes(data: bytes, codec: str, limit: int | None = None) -> bytes:
+    """Every frame of ``data``, decoded; CorruptInput when it is truncated or damaged,
+    RecordTooLarge when it decodes to more than ``limit`` bytes."""
     with open_decoded(io.BytesIO(data), codec) as fh:
-        return fh.read()
+        if limit is None:
+            return fh.read()
+        out = fh.read(limit + 1)
+    if len(out) > limit:
+        raise too_large(f"the decompressed {codec} data", limit)
+    return out

@@ -20,7 +20,7 @@ import orjson
 from ..errors import InvalidInputError
 from ..model.conversation import normalize_record
 from ..model.exact_numbers import orjson_default
-from .compression import CorruptInput, codec_of, open_decoded, plain_name
+from .compression import CorruptInput, RecordTooLarge, codec_of, max_record_bytes, open_decoded, plain_name, too_large
 from .exact import RISKY_NUMBER, ExactReader, dumps_exact
 from .targets import JSONL_SUFFIXES, STDIN
 
@@ -187,6 +187,7 @@ class Stream:
 
     def __init__(self, fh: BinaryIO, own: bool = True) -> None:
         self.fh, self.own, self.buf = fh, own, b""
+        self.limit = max_record_bytes()  # no line, document or read-ahead grows past it
 
     def __enter__(self) -> Stream:
         return self
@@ -210,6 +211,8 @@ class Stream:
             stripped = head.lstrip()
             if stripped:
                 return stripped[0]
+            if len(self.buf) > self.limit:
+                raise too_large("the blank space the input starts with", self.limit)
             if not self._more(1 << 16):
                 return None
 
@@ -218,8 +221,8 @@ class Stream:
         pos = found = 0
         while True:
             nl = self.buf.find(b"\n", pos)
-            if nl < 0:  # read more (doubling, so a long line costs linear time)
-                if not self._more():
+            if nl < 0:  # read more (doubling, so a long line costs linear time), up to the limit
+                if len(self.buf) > self.limit or not self._more():
                     return self.buf
                 continue
             if self.buf[pos:nl].strip(b" \t\r" + _BOM):
@@ -232,21 +235,40 @@ class Stream:
         self.buf = data + self.buf
 
     def readline(self) -> bytes:
+        """The next line; RecordTooLarge (its reader names the line) past the limit."""
         nl = self.buf.find(b"\n")
         if nl >= 0:
             line, self.buf = self.buf[:nl + 1], self.buf[nl + 1:]
-            return line
-        line, self.buf = self.buf + self.fh.readline(), b""
+        else:
+            more = self.fh.readline(self.limit + 1 - len(self.buf)) if len(self.buf) <= self.limit else b""
+            line, self.buf = self.buf + more, b""
+        if len(line) > self.limit:
+            raise too_large("a line", self.limit)
         return line
 
-    def read(self) -> bytes:
-        data, self.buf = self.buf + self.fh.read(), b""
+    def read(self, limit: int | None = None, what: str = "the JSON document",
+             kind: str = "the record-size limit") -> bytes:
+        """The rest of the input, at most ``limit`` bytes (the record-size limit), else
+        RecordTooLarge saying ``what`` is too long."""
+        limit = self.limit if limit is None else limit
+        if len(self.buf) > limit:
+            raise too_large(what, limit, kind)
+        data, self.buf = self.buf + self.fh.read(limit + 1 - len(self.buf)), b""
+        if len(data) > limit:
+            raise too_large(what, limit, kind)
         return data
 
     def __iter__(self) -> Iterator[bytes]:
         while self.buf:
             yield self.readline()
-        yield from self.fh  # the fast path: the file object's own line iterator
+        readline, limit = self.fh.readline, self.limit
+        while True:  # the file object's own lines, each read no further than the limit
+            line = readline(limit + 1)
+            if not line:
+                return
+            if len(line) > limit:
+                raise too_large("a line", limit)
+            yield line
 
     def seekable(self) -> bool:
         return bool(getattr(self.fh, "seekable", lambda: False)())
@@ -293,10 +315,16 @@ def _records(fh: Stream, path: str, display: str, start: int, start_line: int) -
         raise InvalidInputError(f"not JSON: the input starts with {bytes([first])!r}; expected a conversation "
                                 "(a JSON object or list) or JSONL")
     blank = b""  # leading blank lines stay part of the byte stream (offsets, pass-through)
-    line1 = fh.readline()
-    while line1 and not line1.strip(b" \t\r\n" + _BOM):
-        blank += line1
+    try:
         line1 = fh.readline()
+        while line1 and not line1.strip(b" \t\r\n" + _BOM):
+            blank += line1
+            if len(blank) > fh.limit:
+                raise too_large("the blank space the input starts with", fh.limit)
+            line1 = fh.readline()
+    except RecordTooLarge:
+        first = blank.count(b"\n") + 1
+        raise too_large(f"line {first}", fh.limit) from None
     if _is_value(line1.strip()):
         # A document cannot hold a complete JSON value on its first line followed by more data,
         # so that shape means JSONL (also for a .json file); a lone line is a document in .json.
@@ -304,6 +332,8 @@ def _records(fh: Stream, path: str, display: str, start: int, start_line: int) -
         nxt = fh.readline()
         while nxt and not nxt.strip():
             gap += nxt
+            if len(gap) > fh.limit:
+                raise too_large("the blank space after line 1", fh.limit)
             nxt = fh.readline()
         if nxt or not lower.endswith(".json"):
             fh.unread(blank + line1 + gap + nxt)
@@ -311,7 +341,10 @@ def _records(fh: Stream, path: str, display: str, start: int, start_line: int) -
             return
         data = blank + line1 + gap
     else:
-        data = blank + line1 + fh.read()
+        try:
+            data = blank + line1 + fh.read(max(fh.limit - len(blank) - len(line1), 0))
+        except RecordTooLarge:
+            raise too_large("the JSON document", fh.limit) from None
     if not data.strip():
         raise InvalidInputError("empty file: expected a conversation (JSON) or conversations (JSONL)")
     if start < len(data):
@@ -339,6 +372,8 @@ def _iter_jsonl(fh: Any, display: str, start: int = 0, start_line: int = 1) -> I
             lineno += 1
     except CorruptInput as exc:  # the records before it were read; say where it broke
         raise CorruptInput(f"{exc} (while reading line {lineno})") from None
+    except RecordTooLarge:
+        raise too_large(f"line {lineno}", fh.limit if isinstance(fh, Stream) else max_record_bytes()) from None
     if not any_record:
         raise InvalidInputError("empty file: expected one conversation per line (JSONL)")
 
