@@ -136,7 +136,7 @@ def test_from_names_the_format(runner, tmp_path):
     code, _, err = run(runner, "validate", doc, "--report", tmp_path / "r.json")
     assert json.loads((tmp_path / "r.json").read_text())["items"][0]["format"] == "anthropic"
     code, _, err = run(runner, "validate", FIX / "sharegpt.jsonl", "--from", "openai")
-    assert code == 1 and "read it with --from sharegpt" in err
+    assert code == 1 and "use --from sharegpt or --from auto" in err
 
 
 def test_unsupported_and_ambiguous_records_fail_unchanged_with_a_hint(runner, tmp_path):

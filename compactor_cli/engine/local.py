@@ -7,6 +7,7 @@ record or file. No click here: the CLI passes ``emit`` for stderr lines and a pr
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import time
@@ -37,6 +38,8 @@ from .run import Console, Emit, start_report
 from .settings import RunIO, Settings
 from .step import Outcome
 
+#: The clause of a wrong ``--from`` error (formats.detect.wrong_format), said once per file.
+WRONG_FROM = re.compile(r"this looks like [^;]+?, not [^;]+?: use --from \S+ or --from auto")
 #: Inputs smaller than this in total are processed in this process: a pool costs more.
 PARALLEL_MIN_BYTES = int(os.environ.get("XCOMPACT_TEST_PARALLEL_MIN_BYTES") or 4 * 2**20)
 #: --no-tokens toolcall/restore cost little CPU per record: below this much input a worker
@@ -251,6 +254,7 @@ class _Batch:
         self.progress, self.outcomes, self.journal = progress, outcomes, journal
         self.committed: set[int] = journal.done if journal else set()
         self.side: dict[str, Any] = {}  # --api-ready: {"path"}; --sidecar: {"reader"}
+        self.wrong_from: dict[str, list[Any]] = {}  # source -> [the wrong --from clause said, records not said]
 
     def run(self, targets: list[Target]) -> None:
         for index, target in enumerate(targets):
@@ -260,10 +264,26 @@ class _Batch:
     # ---------------------------------------------------------------- messages
 
     def _take(self, outcome: Outcome, where: str) -> None:
-        """One record's outcome into the report and onto stderr."""
+        """One record's outcome into the report and onto stderr. A wrong ``--from`` is said once
+        per file: the records after the first that fail with the same clause are counted, and
+        ``_wrong_from_count`` says how many."""
         self.report.add(outcome.item)
+        found = WRONG_FROM.search(outcome.error) if outcome.error else None
+        if found is not None:
+            source = str(outcome.item.get("source"))
+            seen = self.wrong_from.get(source)
+            if seen is not None and seen[0] == found.group(0):
+                seen[1] += 1
+                return
+            self.wrong_from[source] = [found.group(0), 0]
         self.console.record(where, outcome.error, outcome.warnings, len(outcome.warnings))
         self.console.over_threshold(where, outcome.item)
+
+    def _wrong_from_count(self, display: str) -> None:
+        seen = self.wrong_from.pop(display, None)
+        if seen is not None and seen[1]:
+            self.emit(f"error: {display}: {seen[1]} more record{'s' if seen[1] > 1 else ''} failed the same way "
+                      f"({seen[0]})")
 
     def _file_error(self, display: str, message: str) -> None:
         self.report.add_file_error(display, message)
@@ -338,6 +358,7 @@ class _Batch:
         finally:
             if lock is not None:
                 lock.release()
+            self._wrong_from_count(display)
 
     def _run_locked(self, index: int, target: Target, display: str, resume: Checkpoint | None,
                     report_start: dict[str, Any] | None) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import BackendError, InvalidInputError
 from ..files.exact import RISKY_NUMBER, duplicated_keys
 from ..files.records import NeedsExactParse, Record, dump_bytes, lossless_problems
-from ..formats import Codec, parse_record
+from ..formats import Codec, parse_record, wrong_format_hint
 from ..formats.base import conversation_model
 from ..model.conversation import estimated_message_length
 from ..model.hints import hint_for
@@ -134,6 +134,10 @@ def _prepare(rec: Record, settings: Settings, exact: bool) -> tuple[dict, Codec,
         p = fatal[0]
         more = f" (+{len(fatal) - 1} more)" if len(fatal) > 1 else ""
         hint = "; run without --strict to compact it anyway" if not p.fatal else ""
+        wrong = wrong_format_hint(codec.original, settings.input_format) if not codec.lossy and p.fatal else None
+        if wrong:  # --from anthropic on OpenAI messages: say so, not the first shape error it causes
+            first = InvalidInputError(p.message, p.pointer)
+            raise InvalidInputError(f"{wrong} (read as {settings.input_format}: {first}{more})")
         raise InvalidInputError(p.message + more + hint, p.pointer)
     return dump, codec, [str(p) for p in problems]
 

@@ -29,7 +29,7 @@ from .base import DUMP_KEY, FILE_LEVEL, FORMATS, LOG_FORMATS, MSG_KEY, REQUEST_F
 
 __all__ = ["DUMP_KEY", "FILE_LEVEL", "FORMATS", "FROM_CHOICES", "LOG_FORMATS", "MSG_KEY", "REQUEST_FORMATS",
            "SOURCE_KEY", "Codec", "adjust_cut", "detect_format", "file_format", "forced_user", "iter_records",
-           "parse_record", "read", "read_file"]
+           "parse_record", "read", "read_file", "wrong_format_hint"]
 
 FROM_CHOICES = ("auto",) + FORMATS
 
@@ -83,6 +83,51 @@ def read(obj: Any, from_: str = "auto", source: str | None = None, line: int | N
         fmt = detect_format(obj if events is None else (events[0][1] if events else None))
     if fmt not in FORMATS:
         raise InvalidInputError(f"unknown format {fmt!r}; expected one of {', '.join(FROM_CHOICES)}")
+    if fmt in REQUEST_FORMATS:
+        try:
+            return _read_request(obj, fmt)
+        except InvalidInputError as exc:
+            if from_ == "auto":
+                raise
+            from .detect import likely
+
+            raise _with_hint(exc, likely(obj), fmt) from None
+    if fmt in FILE_LEVEL:
+        if events is None:
+            from .detect import NAMES
+
+            raise InvalidInputError(f"this is one line of {NAMES[fmt]}, whose whole file is one conversation: "
+                                    f"read the file with --from {fmt}")
+        try:
+            if fmt == "claude-code":
+                from .claude_code import read_claude_code
+
+                dump, notes = read_claude_code(events, source, history)
+            else:
+                from .codex import read_codex
+
+                dump, notes = read_codex(events, source)
+        except InvalidInputError as exc:
+            raise _with_hint(exc, _events_format(events), fmt) from None
+        if not dump["messages"]:
+            _refuse_foreign_lines(fmt, events)
+        return dump, LogCodec(fmt, events, notes)
+    if fmt == "swe-agent":
+        from .swe_agent import read_swe_agent as reader
+    elif fmt == "mini-swe-agent":
+        from .mini_swe_agent import read_mini_swe_agent as reader
+    else:
+        from .sharegpt import read_sharegpt as reader
+    try:
+        dump, notes = reader(obj, source, line)
+    except InvalidInputError as exc:
+        from .detect import likely
+
+        raise _with_hint(exc, likely(obj), fmt) from None
+    return dump, LogCodec(fmt, obj, notes)
+
+
+def _read_request(obj: Any, fmt: str) -> tuple[dict, Codec]:
     if fmt == "openai":
         from .openai_fmt import read_openai
 
@@ -91,33 +136,52 @@ def read(obj: Any, from_: str = "auto", source: str | None = None, line: int | N
         from .anthropic import read_anthropic
 
         return read_anthropic(obj)
-    if fmt == "responses":
-        from .responses import read_responses
+    from .responses import read_responses
 
-        return read_responses(obj)
-    if fmt in FILE_LEVEL:
-        if events is None:
-            from .detect import NAMES
+    return read_responses(obj)
 
-            raise InvalidInputError(f"this is one line of {NAMES[fmt]}, whose whole file is one conversation: "
-                                    f"read the file with --from {fmt}")
-        if fmt == "claude-code":
-            from .claude_code import read_claude_code
 
-            dump, notes = read_claude_code(events, source, history)
-        else:
-            from .codex import read_codex
+def _with_hint(exc: InvalidInputError, found: str | None, named: str) -> InvalidInputError:
+    """``exc``, led by the wrong-format clause when the record looks like another format."""
+    if not found or found == named:
+        return exc
+    from .detect import wrong_format
 
-            dump, notes = read_codex(events, source)
-        return dump, LogCodec(fmt, events, notes)
-    if fmt == "swe-agent":
-        from .swe_agent import read_swe_agent as reader
-    elif fmt == "mini-swe-agent":
-        from .mini_swe_agent import read_mini_swe_agent as reader
-    else:
-        from .sharegpt import read_sharegpt as reader
-    dump, notes = reader(obj, source, line)
-    return dump, LogCodec(fmt, obj, notes)
+    return InvalidInputError(f"{wrong_format(found, named)} (read as {named}: {exc})")
+
+
+def wrong_format_hint(obj: Any, named: str) -> str | None:
+    """The wrong-format clause for a parsed record read with ``--from named``, or None."""
+    if named == "auto":
+        return None
+    from .detect import likely, wrong_format
+
+    found = likely(obj)
+    return wrong_format(found, named) if found and found != named else None
+
+
+def _events_format(events: list[tuple[int, Any]]) -> str | None:
+    """The format the first line of a file read line by line looks like."""
+    from .detect import likely
+
+    for _, e in events[:1]:
+        return likely(e)
+    return None
+
+
+def _refuse_foreign_lines(fmt: str, events: list[tuple[int, Any]]) -> None:
+    """A file-level log none of whose lines its reader knows (every one skipped) is another
+    format read with the wrong ``--from``: an error, never an empty conversation."""
+    from .detect import NAMES, is_line_of, wrong_format
+
+    if any(is_line_of(fmt, e) for _, e in events):
+        return
+    found = _events_format(events)
+    what = f"none of its {len(events)} lines is a line of {NAMES[fmt]} (every one would be skipped)"
+    if found and found != fmt:
+        raise InvalidInputError(f"{wrong_format(found, fmt)}: {what}")
+    raise InvalidInputError(f"{what}; read it with --from auto, or name its format (formats read: "
+                            f"{', '.join(FORMATS)})")
 
 
 def _split_lines(raw: bytes, exact: bool) -> list[tuple[int, Any]]:
@@ -139,10 +203,16 @@ def parse_record(raw: bytes, from_: str = "auto", exact: bool = False, source: s
                  line: int | None = None, history: str = "since-compaction") -> tuple[dict, Codec]:
     """Bytes of one record -> (internal dump, codec); InvalidInputError when it is not a
     conversation in that format. A Claude Code or Codex record is the bytes of a whole file."""
-    from ..files.records import parse_exact, parse_json
+    from ..files.records import NeedsExactParse, parse_exact, parse_json
 
     if from_ in FILE_LEVEL:
-        return read(None, from_, source, line, events=_split_lines(raw, exact), history=history)
+        try:
+            events = _split_lines(raw, exact)
+        except NeedsExactParse:
+            raise
+        except InvalidInputError as exc:
+            raise _document_hint(raw, exc, from_) from None
+        return read(None, from_, source, line, events=events, history=history)
     try:
         obj = parse_exact(raw) if exact else parse_json(raw)
     except InvalidInputError as exc:
@@ -152,6 +222,25 @@ def parse_record(raw: bytes, from_: str = "auto", exact: bool = False, source: s
                 return read(None, fmt, source, line, events=_split_lines(raw, exact), history=history)
         raise
     return read(obj, from_, source, line)
+
+
+def _document_hint(raw: bytes, exc: InvalidInputError, named: str) -> InvalidInputError:
+    """A file read line by line (``--from claude-code``/``codex``) that is one JSON document
+    over several lines (a pretty-printed trajectory): name what it looks like, not "broken JSON"."""
+    from ..files.records import parse_json
+    from .detect import NAMES, likely, wrong_format
+
+    if not str(exc).startswith("line ") or "broken JSON" not in str(exc):
+        return exc
+    try:
+        obj = parse_json(raw)
+    except InvalidInputError:
+        return exc
+    found = likely(obj)
+    if found and found != named:
+        return InvalidInputError(f"{wrong_format(found, named)}: it is one JSON document, not one event per line")
+    return InvalidInputError(f"it is one JSON document, not {NAMES[named]} (one event per line); read it with "
+                             "--from auto, or name its format")
 
 
 def _lines_format(head: bytes) -> str | None:
@@ -205,6 +294,16 @@ def sniff_format(stream: Any, from_: str = "auto") -> str | None:
     return _lines_format(head)
 
 
+def _refuse_whole_file_log(stream: Any, named: str) -> None:
+    """A Claude Code session or Codex rollout read with a per-record ``--from``: one error for
+    the file (its lines are one conversation), not one per line."""
+    found = sniff_format(stream, "auto")
+    if found is not None:
+        from .detect import wrong_format
+
+        raise InvalidInputError(f"{wrong_format(found, named)} (its whole file is one conversation)")
+
+
 def file_format(path: str, from_: str = "auto") -> str | None:
     """sniff_format of a regular file by name (a stream must be sniffed where it is read:
     ``iter_records`` does; for one, this says None)."""
@@ -241,10 +340,13 @@ def iter_records(path: str, display: str | None = None, from_: str = "auto", sta
     display = display or ("<stdin>" if path == "-" else path)
     with open_stream(path) as stream:  # the one open: sniffed and read from the same bytes
         fmt = sniff_format(stream, from_)
+        if fmt is None and from_ != "auto":
+            _refuse_whole_file_log(stream, from_)
         if fmt is None:
             yield from per_record(path, display, start, start_line, stream=stream)
             return
-        data = stream.read()
+        data = stream.read(4 * stream.limit, f"the file (one {fmt} conversation, read whole)",
+                           "four times the record-size limit")
     if not data.strip():
         raise InvalidInputError("empty file: expected a conversation")
     if start < len(data):

@@ -132,3 +132,37 @@ def closest(obj: Any) -> str | None:
     if isinstance(obj, list) and obj and isinstance(obj[0], dict):
         return closest(obj[0]) or "openai"
     return None
+
+
+def likely(obj: Any) -> str | None:
+    """The format whose own marks a parsed record (or log line) bears, or None: ``detect``
+    without its default (a record with no mark at all is not said to look like OpenAI)."""
+    try:
+        found = detect(obj)
+    except Ambiguous:
+        return None
+    except Exception:  # noqa: BLE001  a hint must never fail the error it adds to
+        return None
+    if found == "openai":
+        messages = obj.get("messages") if isinstance(obj, dict) else obj
+        if not (isinstance(messages, list) and "openai" in _message_marks(messages)):
+            return None
+    return found or None
+
+
+def wrong_format(found: str, named: str) -> str:
+    """The one clause every wrong ``--from`` error carries (the CLI prints it once per file)."""
+    return f"this looks like {NAMES[found]}, not {NAMES[named]}: use --from {found} or --from auto"
+
+
+def is_line_of(fmt: str, obj: Any) -> bool:
+    """Whether a parsed line is one a reader of the file-level format ``fmt`` knows (not skipped
+    as foreign)."""
+    if not isinstance(obj, dict):
+        return False
+    if fmt == "claude-code":
+        return claude_code.looks_like_line(obj) or (obj.get("type") in ("user", "assistant")
+                                                    and isinstance(obj.get("message"), dict))
+    t = obj.get("type")
+    return codex.looks_like_line(obj) or obj.get("record_type") == "state" or t in ITEM_TYPES or (
+        t is None and ("role" in obj or {"id", "timestamp"} <= set(obj)))
