@@ -28,14 +28,34 @@ class SummaryCache:
         self.db: sqlite3.Connection | None = None
         try:
             os.makedirs(directory, exist_ok=True)
+            self._refuse_links()
             self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("CREATE TABLE IF NOT EXISTS summaries (key TEXT PRIMARY KEY, summary TEXT NOT NULL)")
+            self._refuse_links()  # planted while it was opened: closed before anything is written
         except (OSError, sqlite3.Error) as exc:
             self._fail(exc)
 
+    def _refuse_links(self) -> None:
+        """sqlite follows a symbolic link at the database's path (or its journal's) and writes
+        through it: one planted there would have the cache overwrite the file it points to. Such
+        a link is refused (left in place, the cache off), never followed."""
+        import stat
+
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            try:
+                st = os.lstat(self.path + suffix)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                raise OSError(f"{os.path.basename(self.path + suffix)} is a symbolic link; not following it "
+                              "(remove it, or choose another --cache-dir)")
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(f"{os.path.basename(self.path + suffix)} is not a regular file")
+
     def _fail(self, exc: BaseException) -> None:
-        self.problem = f"summary cache {self.path} unusable ({type(exc).__name__}: {exc}); running without it"
+        reason = str(exc) if isinstance(exc, OSError) and exc.errno is None else f"{type(exc).__name__}: {exc}"
+        self.problem = f"summary cache {self.path} unusable ({reason}); running without it"
         self.close()
 
     def get(self, key: str) -> str | None:
@@ -54,6 +74,7 @@ class SummaryCache:
         if self.db is None:
             return
         try:  # a lone surrogate ("\ud800" in a model's answer) cannot be TEXT: kept exactly as bytes
+            self._refuse_links()  # a link planted since the cache was opened
             value: str | bytes = summary
             try:
                 summary.encode("utf-8")
