@@ -75,10 +75,39 @@ def url_secrets(url: str | None) -> list[str]:
     return found
 
 
+def base64_forms(secret: str) -> list[str]:
+    """The base64 (standard and URL-safe) of ``secret`` at each of the three alignments it can
+    take inside a longer base64 text (the base64 of ``Bearer <key>``, of an Authorization header,
+    of a whole request), without the characters that mix in its neighbours' bits."""
+    if len(secret) < MIN_SECRET:
+        return []
+    plain = secret.encode("utf-8", "surrogatepass")
+    forms: list[str] = []
+    for pad in range(3):
+        enc = base64.b64encode(b"\0" * pad + plain).decode()
+        core = enc[(8 * pad + 5) // 6:len(enc) - 4]
+        if len(core) >= MIN_FRAGMENT:
+            forms += [core, core.replace("+", "-").replace("/", "_")]
+    return forms
+
+
 def collect_secrets(api_key: str | None, base_url: str | None) -> tuple[str, ...]:
-    """Every secret of a backend configuration, longest first, without duplicates."""
+    """Every secret of a backend configuration and its base64 forms (an echoed Authorization
+    header, ``Bearer <key>`` encoded), longest first, without duplicates."""
     found = ([api_key] if api_key else []) + url_secrets(base_url)
+    found += [form for s in list(found) if s for form in base64_forms(s)]
     return tuple(sorted({s for s in found if s}, key=lambda s: (-len(s), s)))
+
+
+_JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\(/)")
+
+
+def json_unescaped(text: str) -> str:
+    """``text`` with its JSON escapes ``\\uXXXX`` and ``\\/`` decoded: what a structured
+    answer becomes once its JSON is read, so a key written as escapes is seen as the key."""
+    if "\\" not in text:
+        return text
+    return _JSON_ESCAPE.sub(lambda m: m.group(2) or chr(int(m.group(1), 16)), text)
 
 
 def _spans(text: str, secret: str) -> list[tuple[int, int]]:
@@ -117,5 +146,9 @@ def mask_secrets(text: str, secrets: tuple[str, ...] | list[str]) -> str:
 
 
 def contains_secret(text: str, secrets: tuple[str, ...] | list[str]) -> bool:
-    """Whether ``text`` holds a secret or a fragment of one (≥ MIN_FRAGMENT characters)."""
-    return bool(text) and any(_spans(text, secret) for secret in secrets)
+    """Whether ``text`` holds a secret or a fragment of one (≥ MIN_FRAGMENT characters), as
+    it stands or once its JSON escapes are decoded (the text a structured answer writes)."""
+    if not text:
+        return False
+    forms = {text, json_unescaped(text)}
+    return any(_spans(form, secret) for form in forms for secret in secrets)
