@@ -325,3 +325,17 @@ def test_the_degenerate_recorded_answers_of_the_small_model_are_caught():
             caught += bool(repeated_sections(render_sections({s: reading.sections.get(s, "(none)") for s in SECTIONS})))
     assert readable == 22 and caught == 4
     assert repeated_sections(render_sections(dict.fromkeys(SECTIONS, "(none)"))) == []
+
+
+def test_a_pending_task_is_one_no_later_action_took_up():
+    msgs = [{"role": "system", "content": "You are a coding agent."},
+            {"role": "user", "content": "Please fix the failing export job in the billing module."}]
+    msgs.append({"role": "assistant", "content": "Next, I will run the export tests to see them fail.",
+                 "tool_calls": [call("a", "bash", {"command": "pytest tests/test_export.py"})]})
+    msgs.append({"role": "tool", "tool_call_id": "a", "content": "collected 40 items\n" + "test ok\n" * 600 + "1 failed"})
+    msgs.append({"role": "assistant", "content": "Fixed the rounding. Remaining: update the changelog later."})
+    msgs += [{"role": "user", "content": f"Thanks, {w} looks fine."} for w in ("that", "this", "it")]
+    new, status, _ = summarize_dump({"messages": msgs}, keep_recent=1, keep_user_tokens=0)
+    assert status is Status.SUMMARIZED
+    pending = new["messages"][0]["content"].split("## pending_tasks\n", 1)[1].split("\n\n", 1)[0]
+    assert "update the changelog" in pending and "run the export tests" not in pending

@@ -501,8 +501,11 @@ def build_candidates(request: SummaryRequest) -> dict[str, list[Item]]:
         latest = msgs[users[-1]]
         pending.append(Item(f"Latest request: {_clip(' '.join(_sentences(latest.text)[:3]), 300)}", (1, users[-1]),
                             100.0))
+    # an agent's "next, I will …" is pending only when no action followed it in the head: what it
+    # said with or before its last tool call, it went on to do (or to drop)
+    last_action = max((pos for pos, m in enumerate(msgs) if m.calls), default=-1)
     for pos, m in enumerate(msgs):
-        if m.role == "assistant":
+        if m.role == "assistant" and pos > last_action:
             for s in _sentences(m.text):
                 if _PENDING.search(s) and not s.endswith("?") and not _CODE.search(s):
                     pending.append(Item(f"Assistant: {_clip(_plain(s))}", (1, pos), recency(pos)))
