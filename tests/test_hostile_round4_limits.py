@@ -170,3 +170,22 @@ def test_endless_line_from_a_fifo_ends_with_a_clear_error(tmp_path):
     assert proc.returncode == 1, err
     assert f"{fifo}: line 1 is longer than 4 MiB" in err
     assert "Traceback" not in err and "1 valid" in err
+
+
+def test_an_enormous_line_in_the_parallel_byte_ranges_is_a_clear_error(tmp_path):
+    """-j 2 on a plain JSONL of 4 MiB or more splits it into byte ranges at line ends: a line over
+    the limit there is the same one-line error, never a range read whole into memory."""
+    import subprocess
+    import sys
+
+    big = tmp_path / "big.jsonl"
+    with open(big, "wb") as fh:
+        while fh.tell() < 6 * MiB:
+            fh.write(GOOD.encode())
+        fh.write(b'{"messages": "' + b"x" * (40 * MiB))  # no newline
+    env = {**os.environ, "XCOMPACT_MAX_RECORD_BYTES": str(1 * MiB)}
+    res = subprocess.run([sys.executable, "-m", "compactor_cli", "toolcall", str(big), "-j", "2", "--no-tokens",
+                          "-o", str(tmp_path / "out.jsonl")], capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 1, res.stderr
+    assert "longer than 1 MiB, the record-size limit" in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / "out.jsonl").exists()

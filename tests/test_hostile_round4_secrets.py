@@ -8,6 +8,7 @@ import base64
 import json
 
 import pytest
+from helpers import FIXTURES
 
 from compactor_cli.model.secrets import collect_secrets, contains_secret, mask_secrets
 
@@ -41,3 +42,16 @@ def test_ordinary_text_is_not_a_secret():
     secrets = collect_secrets(KEY, None)
     assert not contains_secret("## Goal\nFix the parser; tests pass. \\u00e9t\\u00e9 " * 20, secrets)
     assert not contains_secret(base64.b64encode(b"hello world, nothing secret here").decode(), secrets)
+
+
+@pytest.mark.parametrize("url", ["http://alice:s3cr3t-pw@127.0.0.1:99999/v1", "ftp://alice:s3cr3t-pw@127.0.0.1/v1",
+                                 "http://alice:s3cr3t-pw@:80/v1"])
+def test_a_bad_base_url_is_refused_without_quoting_its_credentials(url):
+    from click.testing import CliRunner
+
+    from compactor_cli.cli import cli
+
+    res = CliRunner().invoke(cli, ["summarize", "--backend", "openai", "--base-url", url,
+                                   str(FIXTURES / "taubench_airline_5.jsonl")])
+    assert res.exit_code == 2 and "--base-url" in res.stderr
+    assert "s3cr3t-pw" not in res.stderr + res.stdout and "alice" not in res.stderr + res.stdout

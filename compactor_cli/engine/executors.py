@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError
+from ..files.compression import LIMIT_VARIABLE, RecordTooLarge, max_record_bytes, size_text
 from ..files.parts import PARTS_PREFIX, Part, remove_stale_parts, unlink_part
 from ..files.records import CHANGED_INPUT, Record, input_identity
 from ..model.tokens import Counters
@@ -169,6 +170,7 @@ def _discard(fut: Future) -> None:
 def chunk_bounds(path: str, start: int, size: int, ident: tuple | None = None) -> Iterator[tuple[int, int]]:
     """Byte ranges of about ``size`` bytes covering ``path`` from ``start``, each ending at a
     line end (a record longer than ``size`` makes its range longer)."""
+    limit = max_record_bytes()
     with open(path, "rb") as fh:
         if ident is not None and input_identity(path, fh.fileno()) != ident:
             raise InvalidInputError(CHANGED_INPUT)
@@ -179,8 +181,15 @@ def chunk_bounds(path: str, start: int, size: int, ident: tuple | None = None) -
                 end = total
             else:
                 fh.seek(pos + size)
-                fh.readline()
-                end = fh.tell()
+                while True:  # to the line's end, a MiB at a time: an endless line is not read into memory
+                    piece = fh.readline(1 << 20)
+                    if not piece or piece.endswith(b"\n") or fh.tell() - pos > size + limit:
+                        break
+                end = min(fh.tell(), total)
+            if end - pos > size + limit:
+                raise RecordTooLarge(f"a line at byte {pos + size} or later is longer than {size_text(limit)}, the "
+                                     f"record-size limit (set {LIMIT_VARIABLE} to raise it); the rest of the file "
+                                     "is not read")
             yield pos, end
             pos = end
 

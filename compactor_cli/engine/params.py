@@ -43,13 +43,17 @@ def _base_url(ctx: click.Context, param: click.Parameter, value: str | None) -> 
         return value
     from urllib.parse import urlsplit
 
+    from ..model.secrets import mask_credentials
+
+    shown = repr(mask_credentials(value))  # a URL's user-info or token is never quoted back
     try:
         parts = urlsplit(value)
         parts.port  # noqa: B018  raises ValueError for a port that is not a number in range
     except ValueError as exc:
-        raise click.BadParameter(f"{value!r} is not a valid URL ({exc})", ctx=ctx, param=param) from None
+        raise click.BadParameter(f"{shown} is not a valid URL ({mask_credentials(str(exc))})", ctx=ctx,
+                                 param=param) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise click.BadParameter(f"{value!r}: expected http://HOST[:PORT]/v1 or https://...", ctx=ctx, param=param)
+        raise click.BadParameter(f"{shown}: expected http://HOST[:PORT]/v1 or https://...", ctx=ctx, param=param)
     return value
 
 BUILTIN_BACKENDS = ("auto", "extractive", "openai")
