@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.conversation import ARCHIVE_KEY, COUNTER_KEY, ORIGINALS_KEY, call_parts, content_text
-from ..model.tokens import TokenCounter
+from ..model.tokens import REPLY_PRIMING, TokenCounter
 from ..tiers.store import read_aliases, slot_key, tool_slots
 
 
@@ -68,8 +68,9 @@ class ShownConversation:
 
     @property
     def tokens(self) -> int | None:
+        """The conversation's count as the report gives it: its messages and the reply priming."""
         counts = [m.tokens for m in self.messages]
-        return None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
+        return None if any(c is None for c in counts) else REPLY_PRIMING + sum(c for c in counts if c is not None)
 
 
 def _text(content: Any) -> str:
