@@ -43,7 +43,7 @@ from typing import Any
 import orjson
 
 from compactor_cli import formats
-from compactor_cli.evidence import probes_of, retention, sent_text
+from compactor_cli.evidence.evaluate import evaluate
 from compactor_cli.evidence.probes import ESSENTIAL, KINDS
 from compactor_cli.model.tokens import counter_for
 from compactor_cli.status import Status
@@ -100,14 +100,12 @@ def truncate(dump: dict, budget: int, count: Any) -> list[dict]:
     return system + kept
 
 
-def run_one(dump: dict) -> dict[str, Any] | None:
+def run_one(dump: dict, extra: dict[str, list[dict]] | None = None) -> dict[str, Any] | None:
+    """Every method on one conversation, measured by ``evidence.evaluate`` (the implementation
+    ``xcompact eval`` uses): the probes of the part any method replaced."""
     counter = counter_for("cl100k_base")
     messages = dump["messages"]
-    cut = choose_cut_point(messages, KEEP_RECENT, keep_task=False)
-    if len(cut.head) < 4:
-        return None
-    probes = probes_of([messages[i] for i in cut.head])
-    if not probes:
+    if len(choose_cut_point(messages, KEEP_RECENT, keep_task=False).head) < 4:
         return None
     before = counter.conversation(messages)
     outs: dict[str, list[dict]] = {}
@@ -118,19 +116,20 @@ def run_one(dump: dict) -> dict[str, Any] | None:
     new, status, det = summarize_dump(dump)
     outs["tier2"] = new["messages"]
     notes["tier2_status"] = status.value
-    system_tokens = counter.conversation(messages[:1]) if messages[0].get("role") == "system" else 0
     notes["summary_tokens"] = det.get("summary_tokens") if status is Status.SUMMARIZED else None
     notes["evidence_tokens"] = det.get("evidence_tokens")
     notes["summary_text"] = new["messages"][0].get("content") if status is Status.SUMMARIZED else ""
-    notes["system_tokens"] = system_tokens
     outs["tier2-2048"] = summarize_dump(dump, max_summary_tokens=2048)[0]["messages"]
     outs["compact-half"] = compact_dump(dump, Policy(token_threshold=max(1, before // 2)))[0]["messages"]
     outs["truncate"] = truncate(dump, counter.conversation(outs["tier2"]), counter)
-    result: dict[str, Any] = {"probes": len(probes), "tokens_before": before, **notes, "methods": {}}
-    for method in METHODS:
-        sent = sent_text(outs[method])
-        result["methods"][method] = {"retention": retention(probes, sent),
-                                     "tokens": counter.conversation(outs[method])}
+    outs.update(extra or {})
+    found = evaluate(messages, outs, counter.text, counter.conversation)
+    probes = sum(t for _, t in found["tier1"].retention.values())
+    if not probes:
+        return None
+    result: dict[str, Any] = {"probes": probes, "tokens_before": before, **notes, "methods": {}}
+    for method, ev in found.items():
+        result["methods"][method] = {"retention": ev.retention, "tokens": ev.tokens_after}
     return result
 
 
@@ -146,19 +145,25 @@ def english_only(dump: dict) -> bool:
     return sum(1 for c in letters if ord(c) > 0x24F) < 5
 
 
-def model_outputs(convs: list[tuple[str, dict]], n: int, base_url: str, work: str) -> dict[int, tuple[dict, dict]]:
-    """(output dump, report item) of the first ``n`` runs with a head, summarised by the model server."""
+def model_outputs(convs: list[tuple[str, dict]], n: int, base_url: str | None, work: str
+                  ) -> dict[int, tuple[dict, dict]]:
+    """(output dump, report item) of the first ``n`` runs with a head, summarised by the model
+    server; outputs already in ``work`` (an earlier run's) are read, not made again."""
     import subprocess
 
     chosen = [(k, d) for k, (_, d) in enumerate(convs)
               if len(choose_cut_point(d["messages"], KEEP_RECENT, keep_task=False).head) >= 4][:n]
     if not chosen:
         return {}
+    os.makedirs(work, exist_ok=True)
     src, out, report = (os.path.join(work, f) for f in ("in.jsonl", "out.jsonl", "report.json"))
-    with open(src, "wb") as fh:
-        fh.writelines(orjson.dumps(d) + b"\n" for _, d in chosen)
-    subprocess.run(["xcompact", "summarize", "--backend", "openai", "--base-url", base_url, "--model", "local",
-                    "--seed", "0", "--no-cache", src, "-o", out, "--report", report], check=False)
+    if not (os.path.exists(out) and os.path.exists(report)):
+        if base_url is None:
+            raise SystemExit(f"{work}: no model outputs there, and no server")
+        with open(src, "wb") as fh:
+            fh.writelines(orjson.dumps(d) + b"\n" for _, d in chosen)
+        subprocess.run(["xcompact", "summarize", "--backend", "openai", "--base-url", base_url, "--model", "local",
+                        "--seed", "0", "--no-cache", src, "-o", out, "--report", report], check=False)
     with open(out, "rb") as fh:
         outs = [orjson.loads(line) for line in fh if line.strip()]
     with open(report, "rb") as fh:
@@ -171,6 +176,8 @@ def main() -> None:
     ap.add_argument("--data", default=os.path.join(HERE, "..", "..", "shared", "data"))
     ap.add_argument("--json", help="write the per-conversation figures here")
     ap.add_argument("--llm", type=int, default=0, metavar="N", help="also the real 0.5B model on N runs per data set")
+    ap.add_argument("--llm-work", help="where the model's inputs and outputs go (kept: a later run with the same "
+                    "sets reads them instead of asking the model again) [default: bench/data/llm-evidence]")
     ap.add_argument("--sets", default="", help="only the data sets whose names contain one of these (comma separated)")
     args = ap.parse_args()
     sets = load(args.data)
@@ -178,20 +185,23 @@ def main() -> None:
         sets = {k: v for k, v in sets.items() if any(x in k for x in args.sets.split(","))}
     model: dict[str, dict[int, tuple[dict, dict]]] = {}
     if args.llm:
-        import tempfile
+        import contextlib
 
+        work = args.llm_work or os.path.join(HERE, "data", "llm-evidence")
+        slug = {name: re.sub(r"[^\w.-]+", "-", name) for name in sets}
+        have = all(os.path.exists(os.path.join(work, slug[n], "report.json")) for n in sets)
         sys.path.insert(0, os.path.join(HERE, "..", "tests"))
         from llm import server as llm
 
-        with llm.start(n_ctx=32768) as server:
+        with contextlib.nullcontext(None) if have else llm.start(n_ctx=32768) as server:
             for name, convs in sets.items():
-                work = tempfile.mkdtemp(prefix="bench-evidence-")
-                model[name] = model_outputs(convs, args.llm, server.base_url, work)
+                model[name] = model_outputs(convs, args.llm, server.base_url if server else None,
+                                            os.path.join(work, slug[name]))
                 done = sum(it["status"] == "SUMMARIZED" for _, it in model[name].values())
                 print(f"{name}: the model summarised {done} of {len(model[name])}", file=sys.stderr, flush=True)
     methods = METHODS + (("tier2-model",) if args.llm else ())
     everything: dict[str, list[dict]] = {}
-    print(f"retention of probes from the part the classic cut (--keep-recent {KEEP_RECENT}) replaces; "
+    print("retention of probes from the part any method replaced (compactor_cli.evidence.evaluate, as xcompact eval); "
           "essential = task + user + files_modified + errors")
     print("| data set | runs | method | " + " | ".join(KINDS) + " | essential | tokens after/before | "
           "probes kept per 1k tokens |")
@@ -204,18 +214,14 @@ def main() -> None:
         for k, (where, dump) in enumerate(convs):
             if args.llm and k not in model.get(name, {}):
                 continue  # with --llm: the runs the model summarised, every method on the same runs
-            r = run_one(dump)
+            extra = {"tier2-model": model[name][k][0]["messages"]} if args.llm else None
+            r = run_one(dump, extra)
             if r is None:
                 continue
             r["where"] = where
             if args.llm:
-                out, item = model[name][k]
-                head = choose_cut_point(dump["messages"], KEEP_RECENT, keep_task=False).head
-                probes = probes_of([dump["messages"][i] for i in head])
-                counter = counter_for("cl100k_base")
-                r["methods"]["tier2-model"] = {"retention": retention(probes, sent_text(out["messages"])),
-                                               "tokens": counter.conversation(out["messages"]),
-                                               "status": item["status"], "fallback": item.get("fallback")}
+                item = model[name][k][1]
+                r["methods"]["tier2-model"].update(status=item["status"], fallback=item.get("fallback"))
             results.append(r)
             text = r.pop("summary_text")
             for it in summary_items(text):

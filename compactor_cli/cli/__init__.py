@@ -17,6 +17,7 @@ from ..errors import InvalidInputError, UsageError, XCompactError
 from ..version import __version__
 from . import launch
 from .convert import convert
+from .evaluate import evaluate_command
 from .launch import CONTEXT_SETTINGS, config_option, emit
 from .pages import report_command, show
 
@@ -190,6 +191,7 @@ def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no:
 
 
 cli.add_command(convert)
+cli.add_command(evaluate_command)
 cli.add_command(report_command)
 cli.add_command(show)
 

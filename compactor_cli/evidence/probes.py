@@ -57,11 +57,13 @@ def _sentences(text: str) -> list[str]:
     return out
 
 
-def probes_of(head: list[dict[str, Any]], task_first: bool = True) -> list[Probe]:
-    """The probes of ``head`` (the messages a compaction replaces), deduplicated, in order."""
+def probes_of(head: list[dict[str, Any]], task: dict[str, Any] | bool | None = True) -> list[Probe]:
+    """The probes of ``head`` (the messages a compaction replaces), deduplicated, in order.
+    ``task``: the conversation's task message (its sentences are ``task`` probes, other user
+    messages' ``user`` probes); True: the first user message of ``head`` that is the user speaking."""
     keys = harness_keys(head)
     out: list[Probe] = []
-    seen_task = not task_first
+    seen_task = task is False or task is None
     for m in head:
         if not isinstance(m, dict):
             continue
@@ -69,7 +71,7 @@ def probes_of(head: list[dict[str, Any]], task_first: bool = True) -> list[Probe
         text = content_text(m.get("content"))
         if role == "user" and text.strip() and not is_harness(text, keys):
             sents = _sentences(without_injected(text))
-            if not seen_task:
+            if (task is True and not seen_task) or (isinstance(task, dict) and m is task):
                 seen_task = True
                 picked = sents[:3] + [s for s in sents[3:] if _REQUIREMENT.search(s)]
                 out += [p for s in picked[:12] if (p := _probe("task", s))]
