@@ -83,3 +83,19 @@ def test_records_are_matched_by_order_and_a_count_mismatch_is_an_error(runner, t
     out.write_bytes(TAU.read_bytes().splitlines(keepends=True)[0])
     res = runner.invoke(cli, ["eval", str(TAU), str(out)])
     assert res.exit_code == 1 and "records are matched by their order" in res.stderr
+
+
+def test_the_agents_own_compaction_is_measured_from_its_log(runner, tmp_path):
+    """A Claude Code session with a compact boundary: the whole log against what the model had
+    after it; a session without one is skipped with a note, not failed."""
+    report = tmp_path / "eval.json"
+    session = FIXTURES / "formats" / "claude_code_session.jsonl"  # holds a compact boundary
+    plain = FIXTURES / "formats" / "claude_code_tool_heavy.jsonl"
+    res = runner.invoke(cli, ["eval", "--agent-compaction", str(session), str(plain), "--report", str(report)])
+    assert res.exit_code == 0, res.stderr
+    assert f"note: {plain}: the session has no compaction to measure" in res.stderr
+    doc = orjson.loads(report.read_bytes())
+    assert [i["source"] for i in doc["items"]] == [str(session)] and doc["failures"] == []
+    agent = doc["settings"]["agent's own compaction"]
+    assert agent["tokens_after"] < agent["tokens_before"]
+    assert runner.invoke(cli, ["eval", "--agent-compaction", str(TAU)]).exit_code == 1  # not a Claude Code log

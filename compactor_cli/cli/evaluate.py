@@ -26,10 +26,13 @@ from .launch import emit
 @click.option("--min-retention", "minimums", multiple=True, metavar="KIND=PCT",
               help="Exit 1 when a record keeps less than PCT percent of the probes of KIND (task, user, "
                    "files_modified, errors, commands, decisions, essential, all), naming each such record.")
+@click.option("--agent-compaction", is_flag=True,
+              help="Measure the compactions agents made in their own logs: each INPUT a Claude Code session, "
+                   "read whole against what the model had after its last compact boundary.")
 @click.option("--encoding", default="cl100k_base", show_default=True, help="Token encoding of the counts.")
 @click.option("-q", "--quiet", is_flag=True, help="No table on stderr; errors and gate failures only.")
 def evaluate_command(inputs: tuple[str, ...], tries: tuple[str, ...], from_format: str, report_path: str | None,
-                     minimums: tuple[str, ...], encoding: str, quiet: bool) -> None:
+                     minimums: tuple[str, ...], agent_compaction: bool, encoding: str, quiet: bool) -> None:
     """Measure what a compaction keeps of what a continuing agent needs.
 
     Probes are taken mechanically from the part a compaction replaced (the task's requirements,
@@ -37,24 +40,31 @@ def evaluate_command(inputs: tuple[str, ...], tries: tuple[str, ...], from_forma
     model is sent; tokens before and after, by category. BEFORE AFTER: a compaction already
     made, by xcompact or anything else (files, or directories with the same relative names;
     records matched by order). INPUT... --try: settings run in memory on the same records.
+    INPUT... --agent-compaction: what Claude Code's own compactions kept, from the logs alone.
 
     \b
     Example:
       xcompact eval data.jsonl out.jsonl --min-retention essential=90
       xcompact eval data.jsonl --try 'toolcall --keep 4' --try summarize --report eval.json
     """
-    from ..engine.evaluate import below, parse_minimums, report_of, run_eval, table
+    from ..engine.evaluate import below, parse_minimums, report_of, run_agent_eval, run_eval, table
 
     try:
         gates = parse_minimums(minimums)
         for path in inputs:
             if not os.path.exists(path):
                 raise UsageError(f"{path}: no such file or directory")
-        run = run_eval(list(inputs), list(tries), from_format, encoding)
+        if agent_compaction and tries:
+            raise UsageError("--agent-compaction measures what is in the logs; it takes no --try")
+        run = (run_agent_eval(list(inputs), encoding) if agent_compaction
+               else run_eval(list(inputs), list(tries), from_format, encoding))
     except UsageError as exc:
         raise click.UsageError(str(exc)) from None
     for failure in run.failures:
         emit(f"error: {failure.where}: {failure.error}")
+    if not quiet:
+        for skip in run.skipped:
+            emit(f"note: {skip.where}: {skip.error}")
     if not quiet:
         emit(table(run))
     failed_gates = below(run, gates)
@@ -64,6 +74,6 @@ def evaluate_command(inputs: tuple[str, ...], tries: tuple[str, ...], from_forma
         from ..files.sinks import write_bytes_atomic
 
         params = {"inputs": list(inputs), "tries": list(tries), "from": from_format, "encoding": encoding,
-                  "min_retention": gates}
+                  "min_retention": gates, "agent_compaction": agent_compaction}
         write_bytes_atomic(report_path, orjson.dumps(report_of(run, params), option=orjson.OPT_INDENT_2) + b"\n")
     sys.exit(EXIT_FAILED if failed_gates or run.failures else EXIT_OK)

@@ -41,6 +41,7 @@ class EvalRun:
     totals: dict[str, Evaluation]
     items: list[tuple[str, dict[str, Evaluation]]] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
+    skipped: list[Failure] = field(default_factory=list)  # nothing to measure there (no failure)
 
 
 def try_settings(spec: str) -> Configured:
@@ -164,6 +165,38 @@ def run_eval(inputs: list[str], tries: list[str], from_: str = "auto", encoding:
     return run
 
 
+AGENT = "agent's own compaction"
+
+
+def run_agent_eval(inputs: list[str], encoding: str = "cl100k_base") -> EvalRun:
+    """What an agent's own compaction kept, from its log alone: a Claude Code session read whole
+    (``--claude-code-history full``) against what the model had after its last compaction
+    (``since-compaction``). A log with no compaction is skipped, with a note."""
+    from ..formats import file_format, iter_records, parse_record
+
+    counter = counter_for(encoding)
+    run = EvalRun([AGENT], {AGENT: Evaluation(records=0)})
+    for path in inputs:
+        try:
+            fmt = file_format(path)
+            if fmt != "claude-code":
+                raise InvalidInputError(f"not a Claude Code session log ({fmt or 'unknown format'}): the agent "
+                                        "compactions eval reads are Claude Code's compact boundaries")
+            (rec,) = list(iter_records(path))
+            full, _ = parse_record(rec.raw, "claude-code", source=path, history="full")
+            since, _ = parse_record(rec.raw, "claude-code", source=path, history="since-compaction")
+        except (InvalidInputError, ValueError) as exc:
+            run.failures.append(Failure(path, str(exc)))
+            continue
+        if full["messages"] == since["messages"]:
+            run.skipped.append(Failure(path, "the session has no compaction to measure"))
+            continue
+        found = evaluate(full["messages"], {AGENT: since["messages"]}, counter.text, counter.conversation)
+        run.items.append((path, found))
+        run.totals[AGENT].add(found[AGENT])
+    return run
+
+
 def below(run: EvalRun, minimums: dict[str, float]) -> list[str]:
     """One line per record and setting whose retention of a kind is under its minimum."""
     out = []
@@ -174,7 +207,7 @@ def below(run: EvalRun, minimums: dict[str, float]) -> list[str]:
                     if kind == "essential" else (kind,)
                 share = ev.share(kinds)
                 if share is not None and 100 * share < pct:
-                    label = "" if name == AFTER else f" [{name}]"
+                    label = "" if name in (AFTER, AGENT) else f" [{name}]"
                     out.append(f"{where}{label}: {kind} retention {100 * share:.1f}% < {pct:g}%")
     return out
 
@@ -202,7 +235,8 @@ def report_of(run: EvalRun, parameters: dict[str, Any]) -> dict[str, Any]:
             "settings": {n: run.totals[n].as_dict() for n in run.settings},
             "items": [{"source": where, "settings": {n: ev.as_dict() for n, ev in found.items()}}
                       for where, found in run.items],
-            "failures": [{"source": f.where, "error": f.error} for f in run.failures]}
+            "failures": [{"source": f.where, "error": f.error} for f in run.failures],
+            "skipped": [{"source": f.where, "reason": f.error} for f in run.skipped]}
 
 
 def table(run: EvalRun) -> str:
