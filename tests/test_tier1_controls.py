@@ -166,3 +166,26 @@ def test_every_combination_of_controls_restores_exactly(dump, keep, keep_turns, 
     assert set(res.compacted_indices) <= {i for i, m in enumerate(dump["messages"]) if m.get("role") == "tool"}
     if res.reclaimed_count:
         assert ORIGINALS_KEY in new
+
+
+def test_with_tokens_a_result_is_cleared_only_where_the_placeholder_costs_fewer_tokens():
+    """A 160-character confirmation under a long ID is shorter than its placeholder in tokens but
+    not in characters: counted in tokens it stays; with --no-tokens the character rule clears it."""
+    from compactor_cli.model.tokens import counter_for
+    from compactor_cli.tiers.toolcall import reclaim_tool_results
+
+    cid = "toolu_01" + "QxR7" * 7
+    confirmation = "Todos have been modified successfully. Ensure that you continue to use the todo list to " \
+                   "track your progress. Please proceed with the current tasks if applicable"
+    messages = [{"role": "user", "content": "go"},
+                {"role": "assistant", "content": None,
+                 "tool_calls": [{"id": cid, "type": "function", "function": {"name": "TodoWrite", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": cid, "content": confirmation},
+                {"role": "assistant", "content": "done"}]
+    counter = counter_for("cl100k_base")
+    by_chars, res_chars = reclaim_tool_results({"messages": messages}, keep=0)
+    assert res_chars.reclaimed_count == 1  # fewer characters...
+    placeholder = by_chars["messages"][2]["content"]
+    assert counter.text(placeholder) >= counter.text(confirmation)  # ...but not fewer tokens
+    same, res_tokens = reclaim_tool_results({"messages": messages}, keep=0, counter=counter)
+    assert res_tokens.reclaimed_count == 0 and res_tokens.kept_cheaper == 1 and same["messages"] == messages

@@ -87,6 +87,7 @@ class ToolCallCompactResult:
     freed_tokens: int | None = None  # with clear_at_least: the tokens the placeholders free (or would)
     below_clear_at_least: bool = False  # they would free fewer: the dump was left as it was
     inputs_cleared: int = 0  # with clear_tool_inputs: calls whose arguments became a placeholder
+    kept_cheaper: int = 0  # old results left as they were: their placeholder costs as many tokens
 
 
 def _check_args(dump: Any, keep: Any) -> None:
@@ -122,6 +123,11 @@ def _kept_by_turns(messages: list[dict], keep_turns: int) -> int:
     return turns[-keep_turns] if len(turns) >= keep_turns else 0
 
 
+#: With token counts on, a result at most this many times its placeholder's length (in
+#: characters) is counted to see whether the placeholder is cheaper in tokens.
+TOKEN_CHECK_RATIO = 64
+
+
 def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_originals: bool = True,
                          key_offsets: dict[str, int] | None = None, *, exclude_tools: Collection[str] = (),
                          keep_turns: int | None = None, clear_at_least: int | None = None,
@@ -140,7 +146,9 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
     ``dump`` is a dumps() dict, or a bare list of messages: then the result is a list again
     when nothing had to be stored (``keep_originals=False`` or nothing compacted), otherwise a
     dump ``{"messages": [...], "compacted_tool_results": {...}}``. A result is replaced only
-    where the placeholder is shorter; one already compacted is left alone and not counted.
+    where the placeholder is shorter: in tokens when ``counter`` is given (``kept_cheaper``
+    counts the results left as they were because of it), else in characters; one already
+    compacted is left alone and not counted.
     ``key_offsets`` (how many results per ID the archive holds) is computed from the dump when
     not given. Returns a new dump; the input is not modified.
     """
@@ -212,6 +220,13 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
         placeholder_text = text_for(cid if k == 1 else originals_key(cid, k), i, content)
         old_len = content_length(content)
         if len(placeholder_text) >= old_len:
+            continue
+        # tokens are what a user pays: with a counter, a placeholder that costs as many tokens as
+        # the result stays out (a short confirmation under a long ID); a result many times the
+        # placeholder's length is not counted (it costs more whatever its text)
+        if counter is not None and old_len <= TOKEN_CHECK_RATIO * len(placeholder_text) \
+                and counter.text(placeholder_text) >= counter.content(content):
+            result.kept_cheaper += 1
             continue
         key = originals_key(cid, k)
         if need_keys:
