@@ -189,3 +189,39 @@ def test_with_tokens_a_result_is_cleared_only_where_the_placeholder_costs_fewer_
     assert counter.text(placeholder) >= counter.text(confirmation)  # ...but not fewer tokens
     same, res_tokens = reclaim_tool_results({"messages": messages}, keep=0, counter=counter)
     assert res_tokens.reclaimed_count == 0 and res_tokens.kept_cheaper == 1 and same["messages"] == messages
+
+
+def test_a_preview_keeps_the_outcome_of_a_cleared_result_and_restores_exactly(runner, tmp_path):
+    """--preview HEAD,TAIL: the first and last lines of each cleared result stay in its
+    placeholder, and the lines between that carry the outcome (the line closing a traceback, the
+    exit code); restore gives the input back, a rerun changes nothing, extract finds the original."""
+    import orjson
+
+    from compactor_cli.cli import cli
+    from compactor_cli.tiers.restore import restore_conversation
+
+    run_log = ("<returncode>1</returncode>\n<output>\n" + "\n".join(f"collecting module {i}" for i in range(300))
+               + "\nTraceback (most recent call last):\n  File \"t.py\", line 9, in test_url\n"
+               + "requests.exceptions.InvalidURL: URL has an invalid label.\nsummary line\n</output>")
+    conv = {"messages": [{"role": "user", "content": "fix the URL parsing"}]}
+    for k in range(3):
+        conv["messages"] += [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{k}", "type": "function", "function": {"name": "bash", "arguments": '{"command": "pytest"}'}}]},
+            {"role": "tool", "tool_call_id": f"c{k}", "content": run_log}]
+    src, out, again = tmp_path / "in.jsonl", tmp_path / "out.jsonl", tmp_path / "again.jsonl"
+    src.write_bytes(orjson.dumps(conv) + b"\n")
+    res = runner.invoke(cli, ["toolcall", str(src), "--keep", "1", "--preview", "2,1", "-o", str(out)])
+    assert res.exit_code == 0, res.stderr
+    new = orjson.loads(out.read_bytes())
+    cleared = new["messages"][2]["content"]
+    assert cleared.startswith("[Compacted, ID: c0.") and "requests.exceptions.InvalidURL" in cleared
+    assert "<returncode>1</returncode>" in cleared and "collecting module 150" not in cleared
+    assert "lines left out by xcompact" in cleared and len(cleared) < len(run_log) // 5
+    assert restore_conversation(new)[0] == conv
+    assert runner.invoke(cli, ["toolcall", str(out), "--keep", "1", "--preview", "2,1", "-o", str(again)]).exit_code == 0
+    assert again.read_bytes() == out.read_bytes()  # a placeholder with its preview is recognised
+    fetched = runner.invoke(cli, ["extract", "c0", str(out)])
+    assert fetched.exit_code == 0 and fetched.stdout.rstrip("\n") == run_log
+    for bad in (["--preview", "five"], ["--preview", "2,1", "--placeholder", "gone {id} {preview}"]):
+        res = runner.invoke(cli, ["toolcall", str(src), *bad])
+        assert res.exit_code == 2 and "Traceback" not in res.stderr, res.stderr

@@ -186,6 +186,14 @@ def _tier1_controls(command: str, values: dict[str, Any], explicit: set[str]) ->
     from ..tiers.options import DEFAULT_KEEP
 
     v = dict(values)
+    if v.get("preview") is not None:  # a placeholder that keeps a preview: the template's {preview} field
+        from ..model.conversation import PLACEHOLDER_TEMPLATE
+
+        head, tail = v["preview"]
+        base = v["placeholder"] if v["placeholder"] is not None else PLACEHOLDER_TEMPLATE
+        if "{preview" in base:
+            raise UsageError("--preview and a --placeholder with {preview} say the same: give one of them")
+        v["placeholder"] = base + "\n{preview:" + f"{head},{tail}" + "}"
     if v["keep_turns"] is not None and "keep" not in explicit and v["keep"] == DEFAULT_KEEP:
         v["keep"] = 0  # --keep-turns alone: counted in turns only
     if command == "toolcall" and v["no_tokens"]:
@@ -195,9 +203,10 @@ def _tier1_controls(command: str, values: dict[str, Any], explicit: set[str]) ->
             given.append("--placeholder with {tokens}")
         if given:
             raise UsageError(f"{' and '.join(given)} count{'s' if len(given) == 1 else ''} tokens: drop --no-tokens")
-    names = (("exclude_tools", "keep_turns", "clear_at_least", "placeholder", "clear_tool_inputs")
+    names = (("exclude_tools", "keep_turns", "clear_at_least", "placeholder", "clear_tool_inputs", "preview")
              + (("trigger",) if command == "toolcall" else ()))
-    controls = {n: (list(v[n]) if n == "exclude_tools" else v[n]) for n in names if v[n] not in (None, (), False)}
+    controls = {n: (list(v[n]) if n in ("exclude_tools", "preview") else v[n]) for n in names
+                if v.get(n) not in (None, (), False)}
     return v, controls
 
 

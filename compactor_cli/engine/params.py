@@ -140,6 +140,19 @@ def _placeholder_template(ctx: click.Context, param: click.Parameter, value: str
     return value
 
 
+def _preview_lines(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, int] | None:
+    """``HEAD,TAIL``: two numbers of lines."""
+    if value is None:
+        return None
+    import re
+
+    m = re.fullmatch(r"\s*(\d{1,4})\s*,\s*(\d{1,4})\s*", value)
+    if m is None:
+        raise click.BadParameter(f"{value[:40]!r}: expected HEAD,TAIL, two numbers of lines (e.g. 5,5)",
+                                 ctx=ctx, param=param)
+    return int(m.group(1)), int(m.group(2))
+
+
 #: Tier 1's controls, as Anthropic's context editing (clear_tool_uses) names them.
 TIER1_CONTROLS: list[Slot] = [
     click.option("--exclude-tools", "exclude_tools", metavar="NAME[,NAME...]", multiple=True, callback=_tool_names,
@@ -152,6 +165,10 @@ TIER1_CONTROLS: list[Slot] = [
                       "left exactly as it was (NOTHING_TO_CONDENSE, reason clear_at_least)."),
     click.option("--clear-tool-inputs", is_flag=True, default=False,
                  help="Also replace the arguments of the calls whose results are cleared (stored, restored exactly)."),
+    click.option("--preview", "preview", metavar="HEAD,TAIL", default=None, callback=_preview_lines,
+                 help="Keep the first HEAD and last TAIL lines of each cleared result in its placeholder, and the "
+                      "lines between them that carry the outcome (exit codes, the line closing a traceback, "
+                      "test failures); the original is stored as always."),
     click.option("--placeholder", "placeholder", metavar="TEXT", default=None, callback=_placeholder_template,
                  help="The text a cleared result becomes, with fields {id} (required: the key extract takes), "
                       "{tool}, {lines}, {chars}, {tokens}; e.g. 'Old environment output: ({lines} lines omitted, "

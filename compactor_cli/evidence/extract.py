@@ -272,8 +272,18 @@ def exit_code(text: str) -> int | None:
 def error_lines(text: str) -> list[str]:
     """The distinctive error lines of a tool output, the closing line of a traceback first."""
     out: list[str] = []
+    in_traceback = False
     for raw in text.split("\n"):
         line = raw.rstrip()
+        if line.startswith("Traceback (most recent call last)"):
+            in_traceback = True
+            continue
+        if in_traceback and line and not line[0].isspace():  # the line that closes a traceback
+            in_traceback = False
+            plain = " ".join(line.split())
+            if plain not in out and len(line) <= 400:
+                out.append(plain)
+            continue
         if not line or len(line) > 400 or _LISTING.match(line):
             continue
         if _ERROR_LINE.match(line.lstrip() if line.startswith("E ") else line):

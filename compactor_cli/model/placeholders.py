@@ -4,7 +4,9 @@ xun's placeholder (``conversation.PLACEHOLDER_TEMPLATE``) is the default and is 
 recognised. A template of the user's own has the fields ``{id}`` (the key ``extract`` takes:
 the tool-call ID, or ``ID#2`` for a reused one), ``{tool}`` (the name of the tool its call
 named, ``unknown`` when no call names it), ``{lines}``, ``{chars}`` and ``{tokens}`` (of the
-original content) — enough to write SWE-agent's "Old environment output: ({lines} lines
+original content), ``{preview}`` or ``{preview:HEAD,TAIL}`` (its first and last lines and the
+lines that carry its outcome: exit codes, the line closing a traceback, test failures) —
+enough to write SWE-agent's "Old environment output: ({lines} lines
 omitted)" or LangChain's "[cleared]", as long as ``{id}`` is in it: a placeholder that does not
 name what it stands for cannot be fetched back, nor recognised, so such a template is refused.
 A dump compacted with a template of its own records it in ``xcompact.placeholder_templates``,
@@ -21,7 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: The fields a template may use.
-FIELDS = ("id", "tool", "lines", "chars", "tokens")
+FIELDS = ("id", "tool", "lines", "chars", "tokens", "preview")
+#: ``{preview}`` without its spec: the first and last this many lines of the result.
+DEFAULT_PREVIEW = (5, 5)
 UNKNOWN_TOOL = "unknown"
 _NUMBER = r"[0-9]+"
 #: What a key adds to the ID it names (``#k`` for the k-th result with that ID, ``~n`` an alias).
@@ -39,16 +43,20 @@ class PlaceholderTemplate:
     text: str
     fields: frozenset[str] = field(default=frozenset(), compare=False)
     pieces: tuple[tuple[str, str | None], ...] = field(default=(), compare=False, repr=False)
+    preview_lines: tuple[int, int] = field(default=DEFAULT_PREVIEW, compare=False)  # {preview:HEAD,TAIL}
 
     @property
     def needs_tokens(self) -> bool:
         return "tokens" in self.fields
 
     def render(self, key: str, tool: str | None, text: Callable[[], str], chars: Callable[[], int],
-               tokens: Callable[[], int]) -> str:
-        """The placeholder for one result; ``text``, ``chars`` and ``tokens`` (of its original
-        content) are called only when the template uses them."""
+               tokens: Callable[[], int], preview: Callable[[int, int], str] | None = None) -> str:
+        """The placeholder for one result; ``text``, ``chars``, ``tokens`` and ``preview`` (of its
+        original content: its first and last lines and the lines that carry its outcome) are
+        called only when the template uses them."""
         values: dict[str, Any] = {"id": key, "tool": tool if tool else UNKNOWN_TOOL}
+        if "preview" in self.fields:
+            values["preview"] = preview(*self.preview_lines) if preview is not None else ""
         if "lines" in self.fields:
             values["lines"] = len(text().splitlines())
         if "chars" in self.fields:
@@ -74,7 +82,7 @@ class PlaceholderTemplate:
             if name == "id":
                 parts.append(f"(?P<key>{key_pattern})" if not seen_id else "(?P=key)")
                 seen_id = True
-            elif name == "tool":
+            elif name in ("tool", "preview"):
                 parts.append(".*?")
             elif name is not None:
                 parts.append(_NUMBER)
@@ -87,6 +95,7 @@ def parse_template(text: str) -> PlaceholderTemplate:
     if not isinstance(text, str):
         raise TemplateError(f"a placeholder template is text, got {type(text).__name__}")
     pieces: list[tuple[str, str | None]] = []
+    preview = DEFAULT_PREVIEW
     try:
         parsed = list(string.Formatter().parse(text))
     except ValueError as exc:
@@ -96,7 +105,13 @@ def parse_template(text: str) -> PlaceholderTemplate:
             shown = "{" + name + "}"
             raise TemplateError(f"placeholder template {text!r}: unknown field {shown}; the fields are "
                                 + ", ".join("{" + f + "}" for f in FIELDS))
-        if spec or conversion:
+        if name == "preview" and spec and not conversion:
+            m = re.fullmatch(r"(\d{1,4}),(\d{1,4})", spec)
+            if m is None:
+                raise TemplateError(f"placeholder template {text!r}: {{preview:{spec}}}: expected "
+                                    "{preview:HEAD,TAIL}, two numbers of lines")
+            preview = (int(m.group(1)), int(m.group(2)))
+        elif spec or conversion:
             raise TemplateError(f"placeholder template {text!r}: {{{name}}} takes no format spec or conversion")
         pieces.append((lit, name))
     names = {n for _, n in pieces if n is not None}
@@ -108,7 +123,7 @@ def parse_template(text: str) -> PlaceholderTemplate:
                             "can be told from a tool result")
     if pieces[-1][1] is not None:
         pieces.append(("", None))
-    return PlaceholderTemplate(text, frozenset(names), tuple(pieces))
+    return PlaceholderTemplate(text, frozenset(names), tuple(pieces), preview)
 
 
 _parsed: dict[str, PlaceholderTemplate] = {}

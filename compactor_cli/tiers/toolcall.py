@@ -10,6 +10,7 @@ overwritten (see restore.py).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
@@ -123,6 +124,34 @@ def _kept_by_turns(messages: list[dict], keep_turns: int) -> int:
     return turns[-keep_turns] if len(turns) >= keep_turns else 0
 
 
+#: A preview's lines are clipped to this many characters, and the whole preview to PREVIEW_CHARS.
+PREVIEW_LINE_CHARS = 240
+PREVIEW_CHARS = 4000
+MAX_OUTCOME_LINES = 8
+_EXIT_LINE = re.compile(r"(?i)<returncode>|exit(?:ed with)? (?:code|status)|^\s*=+ .*\b(?:passed|failed|error)")
+
+
+def result_preview(text: str, head: int, tail: int) -> str:
+    """What a placeholder keeps of a cleared result (``{preview:HEAD,TAIL}``): its first ``head``
+    and last ``tail`` lines, and from the lines between them those that carry the outcome (exit
+    codes, test summaries, the line closing a traceback, pytest E/FAILED, error: and fatal:
+    lines), marked with how many were left out; lines clipped, the whole within PREVIEW_CHARS."""
+    from ..evidence.extract import error_lines
+
+    lines = text.split("\n")
+    if len(lines) <= head + tail:
+        shown = lines
+    else:
+        middle = lines[head:len(lines) - tail]
+        errors = set(error_lines("\n".join(middle)))
+        outcome = [ln for ln in middle if _EXIT_LINE.search(ln) or " ".join(ln.split()) in errors][-MAX_OUTCOME_LINES:]
+        marker = (f"[… {len(middle) - len(outcome)} of {len(lines)} lines left out by xcompact"
+                  + ("; the lines that carry the outcome follow" if outcome else "") + " …]")
+        shown = lines[:head] + [marker] + outcome + (lines[len(lines) - tail:] if tail else [])
+    out = "\n".join(ln if len(ln) <= PREVIEW_LINE_CHARS else ln[:PREVIEW_LINE_CHARS - 1] + "…" for ln in shown)
+    return out if len(out) <= PREVIEW_CHARS else out[:PREVIEW_CHARS - 1] + "…"
+
+
 #: With token counts on, a result at most this many times its placeholder's length (in
 #: characters) is counted to see whether the placeholder is cheaper in tokens.
 TOKEN_CHECK_RATIO = 64
@@ -203,7 +232,7 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
         call = calls.get(i)
         tool = _call_name(messages, call) if call is not None else None
         return tpl.render(key, tool, lambda: content_text(content), lambda: content_length(content),
-                          lambda: counter.content(content))
+                          lambda: counter.content(content), lambda h, t: result_preview(content_text(content), h, t))
 
     for i in old:
         m = messages[i]
