@@ -21,9 +21,10 @@ from typing import Any
 from ..errors import BackendError, InvalidInputError
 from ..files.exact import RISKY_NUMBER, duplicated_keys
 from ..files.records import NeedsExactParse, Record, dump_bytes, lossless_problems
+from ..files.style import STYLE_FIELD, detect_style, dump_styled
 from ..formats import Codec, parse_record, wrong_format_hint
 from ..formats.base import conversation_model
-from ..model.conversation import estimated_message_length
+from ..model.conversation import ARCHIVE_KEY, META_KEY, ORIGINALS_KEY, estimated_message_length
 from ..model.hints import hint_for
 from ..model.tokens import Counters, MemoTokens, TokenCounter, counting_with
 from ..status import Status
@@ -87,9 +88,13 @@ def op_restore(dump: dict, settings: Settings) -> Result:
     from ..formats.claude_code_tree import give_back_before_compaction
     from ..tiers.restore import restore_details
 
+    meta = dump.get(META_KEY)
+    style = meta.get(STYLE_FIELD) if isinstance(meta, dict) else None
     new, restored, missing = restore_details(dump)
     new, earlier = give_back_before_compaction(new)  # a Claude Code log read since its compaction
     fields: dict[str, Any] = {"restored_count": restored + earlier}
+    if style is not None and META_KEY not in new:  # all given back: in the bytes the input had
+        fields[_WRITE_STYLE] = style
     if missing:
         fields["missing_count"] = missing
         fields["warning"] = (f"{missing} placeholder{'s' if missing != 1 else ''} or summary round"
@@ -105,6 +110,24 @@ def op_validate(dump: dict, settings: Settings) -> Result:
     if problems:
         raise InvalidInputError(problems[0].message, problems[0].pointer)
     return dump, Status.VALID, {}
+
+
+#: A transform's field (never a report key): the style to write its record in (restore).
+_WRITE_STYLE = "write_style"
+
+
+def _with_style(rec: Record, dump: dict, new: dict) -> dict:
+    """``new`` recording the serialisation style of the input (files/style.py) when it carries
+    bookkeeping restore reads and the input's style is not xcompact's own: the style the input
+    recorded already (an earlier pass), else the one of its bytes."""
+    if not any(k in new for k in (META_KEY, ORIGINALS_KEY, ARCHIVE_KEY)):
+        return new  # nothing to restore from: no bookkeeping of ours added
+    meta = dump.get(META_KEY)
+    style = meta.get(STYLE_FIELD) if isinstance(meta, dict) and STYLE_FIELD in meta else detect_style(rec.raw, rec.form)
+    new_meta = new.get(META_KEY)
+    if style is None or not isinstance(new_meta, (dict, type(None))) or (new_meta or {}).get(STYLE_FIELD) == style:
+        return new
+    return {**new, META_KEY: {**(new_meta or {}), STYLE_FIELD: style}}
 
 
 OPERATIONS: dict[str, Transform] = {"toolcall": op_toolcall, "restore": op_restore, "validate": op_validate}
@@ -176,6 +199,7 @@ def _finish(rec: Record, settings: Settings, chosen: tuple[TokenCounter | None, 
     changed = new is not dump
     if "warning" in fields:
         warnings = warnings + [fields.pop("warning")]
+    write_style = fields.pop(_WRITE_STYLE, None)
     item = ReportItem(source=rec.source, line=rec.line, status=status.value, format=codec.format)
     if codec.notes:  # what reading a log could not carry over
         item["conversion_notes"] = codec.notes
@@ -210,7 +234,11 @@ def _finish(rec: Record, settings: Settings, chosen: tuple[TokenCounter | None, 
         duplicates = [] if codec.lossy else _lossless(rec, codec.original, exact)
         if duplicates:
             raise _duplicates_error(duplicates)
-        out = dump_bytes(codec.to_native(new), rec.form, exact)
+        if not codec.lossy and changed and write_style is None and settings.command != "restore":
+            new = _with_style(rec, dump, new)
+        native = codec.to_native(new)
+        styled = dump_styled(native, write_style, rec.form) if write_style is not None and not codec.lossy else None
+        out = styled if styled is not None else dump_bytes(native, rec.form, exact)
     elif writes:
         out = rec.raw  # unchanged: the bytes as read
     if out is not None:

@@ -13,6 +13,7 @@ multi-GB datasets; a test asserts both agree.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, TypeGuard
@@ -50,6 +51,13 @@ TEMPLATED_FIELD = "templated_results"
 INPUTS_FIELD = "tool_inputs"
 #: ``xcompact`` field: how many summary rounds were archived when compact recorded ``replaced``.
 ARCHIVED_FIELD = "archived_rounds"
+#: ``xcompact`` field: the serialisation style of the input of a rewritten record (files/style.py).
+STYLE_FIELD = "style"
+_ITEM_SEP = re.compile(r"[ \t]*,[ \t]*")
+_KEY_SEP = re.compile(r"[ \t]*:[ \t]*")
+_INDENT = re.compile(r"[ \t]{0,16}")
+_END = {"jsonl": re.compile(r"\r?\n"), "json": re.compile(r"[ \t\r\n]{0,64}")}
+_MAX_INDENT = 16
 
 PLACEHOLDER_TEMPLATE = (
     "[Compacted, ID: {id}. If this content is still needed, call extract_compacted_tool_result "
@@ -389,9 +397,35 @@ def _check_meta(value: Any, dump: dict[str, Any]) -> Iterator[Problem]:
         yield from _check_templates(value.get(TEMPLATES_FIELD, []), f"{ptr}/{TEMPLATES_FIELD}")
         yield from _check_templated(value.get(TEMPLATED_FIELD, []), value.get(TEMPLATES_FIELD),
                                     f"{ptr}/{TEMPLATED_FIELD}")
+    if STYLE_FIELD in value:
+        problem = style_problem(value[STYLE_FIELD])
+        if problem is not None:
+            yield Problem(f"{ptr}/{STYLE_FIELD}", f"{META_KEY}.{STYLE_FIELD} (the input's serialisation) {problem}",
+                          True)
     if INPUTS_FIELD in value and not isinstance(value[INPUTS_FIELD], dict):
         yield Problem(f"{ptr}/{INPUTS_FIELD}", f"{META_KEY}.{INPUTS_FIELD} must be an object (store key -> original "
                                                f"arguments), got {_type_name(value[INPUTS_FIELD])}", True)
+
+
+def style_problem(style: Any, form: str | None = None) -> str | None:
+    """What is wrong with a recorded style (read from data), or None."""
+    if not isinstance(style, dict) or set(style) != {"separators", "ensure_ascii", "indent", "end"}:
+        return "must be an object with separators, ensure_ascii, indent and end"
+    seps = style["separators"]
+    if not (isinstance(seps, list) and len(seps) == 2 and all(isinstance(s, str) for s in seps)
+            and _ITEM_SEP.fullmatch(seps[0]) and _KEY_SEP.fullmatch(seps[1])):
+        return "separators must be two strings: a comma and a colon with spaces or tabs around them"
+    if type(style["ensure_ascii"]) is not bool:
+        return "ensure_ascii must be true or false"
+    indent = style["indent"]
+    if not (indent is None or (type(indent) is int and 0 <= indent <= _MAX_INDENT)
+            or (isinstance(indent, str) and _INDENT.fullmatch(indent))):
+        return f"indent must be null, a number of spaces up to {_MAX_INDENT} or a string of spaces and tabs"
+    end = style["end"]
+    forms = [form] if form else list(_END)
+    if not (isinstance(end, str) and any(_END[f].fullmatch(end) for f in forms)):
+        return "end must be a line end or white space"
+    return None
 
 
 def _check_templated(value: Any, templates: Any, ptr: str) -> Iterator[Problem]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ..errors import InvalidInputError
+from ..files.style import STYLE_FIELD
 from ..model.conversation import (
     ARCHIVE_KEY,
     ARCHIVED_FIELD,
@@ -221,8 +222,12 @@ def restore_details(dump: Any) -> RestoreDetails:
     if isinstance(meta, dict) and not dump.get(ARCHIVE_KEY):
         # everything is back: the bookkeeping goes, but for what a placeholder left still needs:
         # the aliases of stored originals, inputs not given back, templates of placeholders left
+        # (and the input's serialisation style, for a later restore: once everything is back, the
+        # writer reads it before restoring, files/style.py)
         left = read_aliases(dump)
         kept = {k: meta[k] for k in (INPUTS_FIELD, TEMPLATES_FIELD, TEMPLATED_FIELD) if meta.get(k)}
+        if (kept or left) and STYLE_FIELD in meta:
+            kept[STYLE_FIELD] = meta[STYLE_FIELD]
         dump = with_aliases({**{k: v for k, v in dump.items() if k != META_KEY},
                              **({META_KEY: kept} if kept else {})}, left)
     return RestoreDetails(dump, restored + rounds, missing + rounds_left)
