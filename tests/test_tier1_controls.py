@@ -225,3 +225,49 @@ def test_a_preview_keeps_the_outcome_of_a_cleared_result_and_restores_exactly(ru
     for bad in (["--preview", "five"], ["--preview", "2,1", "--placeholder", "gone {id} {preview}"]):
         res = runner.invoke(cli, ["toolcall", str(src), *bad])
         assert res.exit_code == 2 and "Traceback" not in res.stderr, res.stderr
+
+
+def test_max_result_tokens_lets_a_huge_final_output_fit_a_threshold():
+    """A run whose last tool output is about 900 KB cannot get under a threshold (the last result
+    is always kept whole); --max-result-tokens cuts it to a preview, its original stored."""
+    from compactor_cli.model.tokens import counter_for
+    from compactor_cli.status import Status
+    from compactor_cli.tiers.compact import compact_dump
+    from compactor_cli.tiers.options import Policy
+    from compactor_cli.tiers.restore import restore_conversation
+
+    huge = "\n".join(f"{i:06d} PASSED tests/test_big.py::test_case_{i}" for i in range(20000)) + "\nFAILED at the end"
+    conv = {"messages": [{"role": "user", "content": "run the whole suite and tell me what fails"},
+                         {"role": "assistant", "content": None, "tool_calls": [
+                             {"id": "run", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
+                         {"role": "tool", "tool_call_id": "run", "content": huge}]}
+    _, _, fields = compact_dump(conv, Policy(token_threshold=20000, keep_recent=16))  # xun's fixed keep
+    assert fields["size_after"] > 20000  # whatever the rounds did
+    new, status, fields = compact_dump(conv, Policy(token_threshold=20000, keep_recent=16, max_result_tokens=2000))
+    assert status in (Status.RECLAIMED, Status.SUMMARIZED) and fields["size_after"] <= 20000
+    kept = new["messages"][-1]["content"]
+    assert kept.startswith("[Compacted, ID: run.") and "test_case_0" in kept and "FAILED at the end" in kept
+    assert counter_for("cl100k_base").text(kept) < 2000
+    assert restore_conversation(new)[0] == conv
+
+
+def test_toolcall_max_result_tokens_from_the_command_line(runner, tmp_path):
+    import orjson
+
+    from compactor_cli.cli import cli
+
+    big = "\n".join(f"row {i}: value {i * 7}" for i in range(5000))
+    conv = {"messages": [{"role": "user", "content": "dump the table"},
+                         {"role": "assistant", "content": None, "tool_calls": [
+                             {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
+                         {"role": "tool", "tool_call_id": "c1", "content": big},
+                         {"role": "assistant", "content": "done"}]}
+    src, out, report = tmp_path / "in.jsonl", tmp_path / "out.jsonl", tmp_path / "r.json"
+    src.write_bytes(orjson.dumps(conv) + b"\n")
+    res = runner.invoke(cli, ["toolcall", str(src), "--max-result-tokens", "500", "-o", str(out), "--report", str(report)])
+    assert res.exit_code == 0, res.stderr
+    item = orjson.loads(report.read_bytes())["items"][0]
+    assert item["capped_count"] == 1 and item["tokens_after"] < 800
+    assert orjson.loads(report.read_bytes())["parameters"]["max_result_tokens"] == 500
+    res = runner.invoke(cli, ["toolcall", str(src), "--max-result-tokens", "500", "--no-tokens"])
+    assert res.exit_code == 2 and "--max-result-tokens counts tokens" in res.stderr

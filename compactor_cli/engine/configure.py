@@ -197,13 +197,14 @@ def _tier1_controls(command: str, values: dict[str, Any], explicit: set[str]) ->
     if v["keep_turns"] is not None and "keep" not in explicit and v["keep"] == DEFAULT_KEEP:
         v["keep"] = 0  # --keep-turns alone: counted in turns only
     if command == "toolcall" and v["no_tokens"]:
-        given = [flag for flag, name in (("--trigger", "trigger"), ("--clear-at-least", "clear_at_least"))
-                 if v[name] is not None]
+        given = [flag for flag, name in (("--trigger", "trigger"), ("--clear-at-least", "clear_at_least"),
+                                         ("--max-result-tokens", "max_result_tokens")) if v[name] is not None]
         if v["placeholder"] is not None and "{tokens}" in v["placeholder"]:
             given.append("--placeholder with {tokens}")
         if given:
             raise UsageError(f"{' and '.join(given)} count{'s' if len(given) == 1 else ''} tokens: drop --no-tokens")
-    names = (("exclude_tools", "keep_turns", "clear_at_least", "placeholder", "clear_tool_inputs", "preview")
+    names = (("exclude_tools", "keep_turns", "clear_at_least", "placeholder", "clear_tool_inputs", "preview",
+              "max_result_tokens")
              + (("trigger",) if command == "toolcall" else ()))
     controls = {n: (list(v[n]) if n in ("exclude_tools", "preview") else v[n]) for n in names
                 if v.get(n) not in (None, (), False)}
@@ -223,7 +224,8 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = (),
                             count_tokens=tokens, encoding=v["encoding"], write_output=not v["dry_run"],
                             dry_run=v["dry_run"], exclude_tools=v["exclude_tools"], keep_turns=v["keep_turns"],
                             clear_at_least=v["clear_at_least"], trigger=v["trigger"],
-                            placeholder=v["placeholder"], clear_tool_inputs=v["clear_tool_inputs"])
+                            placeholder=v["placeholder"], clear_tool_inputs=v["clear_tool_inputs"],
+                            max_result_tokens=v["max_result_tokens"])
         return Configured(command, settings, dict(keep=v["keep"], originals=v["originals"], strict=strict,
                                                   encoding=v["encoding"], tokens=tokens, dry_run=v["dry_run"],
                                                   **controls))
@@ -284,7 +286,8 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = (),
                         preserve_system=v["preserve_system"], keep_originals=keep_originals,
                         exclude_tools=v["exclude_tools"], keep_turns=v["keep_turns"],
                         clear_at_least=v["clear_at_least"], placeholder=v["placeholder"],
-                        clear_tool_inputs=v["clear_tool_inputs"], keep_task=v["keep_task"], evidence=v["evidence"],
+                        clear_tool_inputs=v["clear_tool_inputs"], max_result_tokens=v["max_result_tokens"],
+                        keep_task=v["keep_task"], evidence=v["evidence"],
                         keep_user_tokens=v["keep_user_tokens"])
         params.update(controls)
         params.update(token_threshold=token_threshold, message_threshold=message_threshold, keep=v["keep"],

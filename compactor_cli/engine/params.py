@@ -165,6 +165,9 @@ TIER1_CONTROLS: list[Slot] = [
                       "left exactly as it was (NOTHING_TO_CONDENSE, reason clear_at_least)."),
     click.option("--clear-tool-inputs", is_flag=True, default=False,
                  help="Also replace the arguments of the calls whose results are cleared (stored, restored exactly)."),
+    click.option("--max-result-tokens", type=click.IntRange(min=1, max=MAX_INT), default=None, metavar="TOKENS",
+                 help="Cut any other result over this many tokens, the kept ones included, to its placeholder with "
+                      "its first and last lines (the original stored as always)."),
     click.option("--preview", "preview", metavar="HEAD,TAIL", default=None, callback=_preview_lines,
                  help="Keep the first HEAD and last TAIL lines of each cleared result in its placeholder, and the "
                       "lines between them that carry the outcome (exit codes, the line closing a traceback, "

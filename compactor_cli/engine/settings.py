@@ -34,6 +34,7 @@ class Settings:
     clear_at_least: int | None = None
     placeholder: str | None = None  # --placeholder TEXT: a template of the user's own (model/placeholders.py)
     clear_tool_inputs: bool = False
+    max_result_tokens: int | None = None  # --max-result-tokens: any result over it cut to a preview
     strategy: str | None = None  # compact --strategy MODULE:ATTR: a plug-in policy instead of the tiers
     trigger: int | None = None  # toolcall --trigger: tokens a conversation must exceed to be cleared
     summary: SummarizeOptions | None = None  # summarize

@@ -67,7 +67,8 @@ def op_toolcall(dump: dict, settings: Settings) -> Result:
                                     key_offsets=head_tool_counts(dump), exclude_tools=settings.exclude_tools,
                                     keep_turns=settings.keep_turns, clear_at_least=settings.clear_at_least,
                                     counter=counter, placeholder=settings.placeholder,
-                                    clear_tool_inputs=settings.clear_tool_inputs)
+                                    clear_tool_inputs=settings.clear_tool_inputs,
+                                    max_result_tokens=settings.max_result_tokens)
     status = Status.RECLAIMED if res.reclaimed_count else Status.NOTHING_TO_CONDENSE
     fields: dict[str, Any] = {"reclaimed_count": res.reclaimed_count, "reclaimed_fraction": res.reclaimed_fraction,
                               "skipped_no_id": res.skipped_no_id, "length_before": res.length_before,
@@ -76,6 +77,10 @@ def op_toolcall(dump: dict, settings: Settings) -> Result:
         fields["excluded_count"] = res.excluded_count
     if res.inputs_cleared:
         fields["inputs_cleared"] = res.inputs_cleared
+    if res.kept_cheaper:
+        fields["kept_cheaper"] = res.kept_cheaper  # cheaper in tokens than their placeholder
+    if res.capped_count:
+        fields["capped_count"] = res.capped_count  # kept results cut to a preview (--max-result-tokens)
     if res.freed_tokens is not None:
         fields["freed_tokens"] = res.freed_tokens
     if res.below_clear_at_least:

@@ -106,7 +106,8 @@ async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None, cou
                                         key_offsets=head_tool_counts(dump), exclude_tools=policy.exclude_tools,
                                         keep_turns=keep_turns, clear_at_least=policy.clear_at_least,
                                         counter=counter, placeholder=policy.placeholder,
-                                        clear_tool_inputs=policy.clear_tool_inputs)
+                                        clear_tool_inputs=policy.clear_tool_inputs,
+                                        max_result_tokens=policy.max_result_tokens)
         rounds = int((dump.get(COUNTER_KEY) or {}).get("toolcall_rounds") or 0) + 1
         if source == "observed" and attempt == 0:
             estimate = round(size * (1 - res.reclaimed_fraction))
@@ -184,7 +185,8 @@ async def _fallback_ladder(dump: dict, original: dict, policy: Policy, opts: Sum
     new, res = reclaim_tool_results(dump, keep=0, keep_originals=policy.keep_originals,
                                     key_offsets=head_tool_counts(dump), exclude_tools=policy.exclude_tools,
                                     counter=counter, placeholder=policy.placeholder,
-                                    clear_tool_inputs=policy.clear_tool_inputs)
+                                    clear_tool_inputs=policy.clear_tool_inputs,
+                                    max_result_tokens=policy.max_result_tokens)
     estimate, _ = measure(new, policy, memo, observed_ok=False)
     if res.reclaimed_count:
         dump = _with_counters(new, original, toolcall_rounds=toolcall_rounds + 1)

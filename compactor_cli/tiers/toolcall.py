@@ -27,7 +27,7 @@ from ..model.conversation import (
     estimated_message_length,
     placeholder_for,
 )
-from ..model.placeholders import template
+from ..model.placeholders import PlaceholderTemplate, template
 from .options import DEFAULT_KEEP
 from .store import (
     KeyAllocator,
@@ -89,6 +89,7 @@ class ToolCallCompactResult:
     below_clear_at_least: bool = False  # they would free fewer: the dump was left as it was
     inputs_cleared: int = 0  # with clear_tool_inputs: calls whose arguments became a placeholder
     kept_cheaper: int = 0  # old results left as they were: their placeholder costs as many tokens
+    capped_count: int = 0  # with max_result_tokens: results kept but cut to a preview (counted in reclaimed_count)
 
 
 def _check_args(dump: Any, keep: Any) -> None:
@@ -131,7 +132,18 @@ MAX_OUTCOME_LINES = 8
 _EXIT_LINE = re.compile(r"(?i)<returncode>|exit(?:ed with)? (?:code|status)|^\s*=+ .*\b(?:passed|failed|error)")
 
 
-def result_preview(text: str, head: int, tail: int) -> str:
+#: The preview a result over ``max_result_tokens`` keeps: its first and last lines.
+CAP_PREVIEW = (10, 10)
+
+
+def capped_template(placeholder: str | None) -> PlaceholderTemplate:
+    """The template of a result capped by ``max_result_tokens``: the run's (xun's, or the
+    user's) with a head and tail preview after it, unless it has one."""
+    base = placeholder if placeholder is not None else PLACEHOLDER_TEMPLATE
+    return template(base if "{preview" in base else base + "\n{preview:" + f"{CAP_PREVIEW[0]},{CAP_PREVIEW[1]}" + "}")
+
+
+def result_preview(text: str, head: int, tail: int, max_chars: int | None = None) -> str:
     """What a placeholder keeps of a cleared result (``{preview:HEAD,TAIL}``): its first ``head``
     and last ``tail`` lines, and from the lines between them those that carry the outcome (exit
     codes, test summaries, the line closing a traceback, pytest E/FAILED, error: and fatal:
@@ -149,7 +161,8 @@ def result_preview(text: str, head: int, tail: int) -> str:
                   + ("; the lines that carry the outcome follow" if outcome else "") + " …]")
         shown = lines[:head] + [marker] + outcome + (lines[len(lines) - tail:] if tail else [])
     out = "\n".join(ln if len(ln) <= PREVIEW_LINE_CHARS else ln[:PREVIEW_LINE_CHARS - 1] + "…" for ln in shown)
-    return out if len(out) <= PREVIEW_CHARS else out[:PREVIEW_CHARS - 1] + "…"
+    limit = PREVIEW_CHARS if max_chars is None else max_chars
+    return out if len(out) <= limit else out[:limit - 1] + "…"
 
 
 #: With token counts on, a result at most this many times its placeholder's length (in
@@ -161,7 +174,8 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
                          key_offsets: dict[str, int] | None = None, *, exclude_tools: Collection[str] = (),
                          keep_turns: int | None = None, clear_at_least: int | None = None,
                          counter: Any = None, placeholder: str | None = None,
-                         clear_tool_inputs: bool = False) -> tuple[Any, ToolCallCompactResult]:
+                         clear_tool_inputs: bool = False,
+                         max_result_tokens: int | None = None) -> tuple[Any, ToolCallCompactResult]:
     """Replace tool results older than the most recent ``keep`` by placeholders.
 
     The controls of Anthropic's context editing (``clear_tool_uses``): results of the tools in
@@ -170,7 +184,9 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
     cl100k_base) nothing is cleared unless the placeholders free at least that many;
     ``clear_tool_inputs`` also replaces the arguments of the calls whose results are cleared
     (stored in ``xcompact.tool_inputs``). ``placeholder``: a template of the user's own
-    (model/placeholders.py), instead of xun's text.
+    (model/placeholders.py), instead of xun's text. ``max_result_tokens``: any other result (the
+    kept ones included, excluded tools' aside) over that many tokens becomes its placeholder with
+    a head and tail preview (``{preview}``), its original stored as every other.
 
     ``dump`` is a dumps() dict, or a bare list of messages: then the result is a list again
     when nothing had to be stored (``keep_originals=False`` or nothing compacted), otherwise a
@@ -186,7 +202,8 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
         new, result = reclaim_tool_results({"messages": dump}, keep, keep_originals, key_offsets,
                                            exclude_tools=exclude_tools, keep_turns=keep_turns,
                                            clear_at_least=clear_at_least, counter=counter,
-                                           placeholder=placeholder, clear_tool_inputs=clear_tool_inputs)
+                                           placeholder=placeholder, clear_tool_inputs=clear_tool_inputs,
+                                           max_result_tokens=max_result_tokens)
         return (new["messages"] if list(new) == ["messages"] else new), result
     if keep < 0:
         raise ValueError("keep must be >= 0")
@@ -210,11 +227,28 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
     freed = 0
     before = estimated_message_length(messages)
     result.length_before = result.length_after = before
-    if not old:
+    targets: list[tuple[int, PlaceholderTemplate | None, int]] = [(i, tpl, PREVIEW_CHARS) for i in old]
+    if max_result_tokens is not None:
+        if counter is None:
+            from ..model.tokens import DEFAULT_ENCODING, counter_for
+
+            counter = counter_for(DEFAULT_ENCODING)
+        cap = capped_template(placeholder)
+        taken = set(old)
+        names = tool_names(messages) if exclude_tools else {}
+        for i in tool_indices:
+            if i in taken or names.get(i) in exclude_tools:
+                continue
+            content = messages[i].get("content")
+            if content_length(content) > max_result_tokens and counter.content(content) > max_result_tokens:
+                targets.append((i, cap, max(400, min(PREVIEW_CHARS, 3 * max_result_tokens))))
+        targets.sort(key=lambda t: t[0])
+    if not targets:
         return dump, result
     templated = templated_results(dump)  # (ID, occurrence) -> the template of one's own it was cleared with
     templated_before = dict(templated)
-    calls = answered_calls(messages) if clear_tool_inputs or (tpl is not None and "tool" in tpl.fields) else {}
+    calls = answered_calls(messages) if clear_tool_inputs or any(t is not None and "tool" in t.fields
+                                                                 for _, t, _ in targets) else {}
     new_messages = list(messages)
     originals = dict(dump.get(ORIGINALS_KEY) or {})
     inputs: dict[str, Any] = {}
@@ -226,15 +260,17 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
     saved = 0
     occurrence = _occurrences(messages, key_offsets if key_offsets is not None else head_tool_counts(dump))
 
-    def text_for(key: str, i: int, content: Any) -> str:
+    def text_for(key: str, i: int, content: Any, tpl: PlaceholderTemplate | None, chars: int) -> str:
         if tpl is None:
             return placeholder_for(key)
         call = calls.get(i)
         tool = _call_name(messages, call) if call is not None else None
         return tpl.render(key, tool, lambda: content_text(content), lambda: content_length(content),
-                          lambda: counter.content(content), lambda h, t: result_preview(content_text(content), h, t))
+                          lambda: counter.content(content),
+                          lambda h, t: result_preview(content_text(content), h, t, chars))
 
-    for i in old:
+    old_set = set(old)
+    for i, tpl, chars in targets:
         m = messages[i]
         cid = m.get("tool_call_id")
         if not isinstance(cid, str):
@@ -246,7 +282,7 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
         if is_placeholder_of(content, cid, template(made_with) if made_with is not None else None):
             continue  # compacted already (by xun's text, or by the template recorded for this result)
         # a reused ID's placeholder names the key extract takes (ID#k), so it fetches this result
-        placeholder_text = text_for(cid if k == 1 else originals_key(cid, k), i, content)
+        placeholder_text = text_for(cid if k == 1 else originals_key(cid, k), i, content, tpl, chars)
         old_len = content_length(content)
         if len(placeholder_text) >= old_len:
             continue
@@ -264,7 +300,7 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
             if keep_originals:
                 key = keys.store(i, cid, content)
                 if key != originals_key(cid, k):
-                    placeholder_text = text_for(key, i, content)
+                    placeholder_text = text_for(key, i, content, tpl, chars)
             else:
                 keys.drop(i, cid)
         new_messages[i] = {**m, "content": placeholder_text}
@@ -275,7 +311,9 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
         saved += old_len - len(placeholder_text)
         if clear_at_least is not None:
             freed += counter.content(content) - counter.content(placeholder_text)
-        if clear_tool_inputs and i in calls and key not in stored_inputs:  # a key in use is never reused
+        if i not in old_set:
+            result.capped_count += 1  # a kept result over max_result_tokens: its preview stays
+        elif clear_tool_inputs and i in calls and key not in stored_inputs:  # a key in use is never reused
             cleared = _clear_input(new_messages, calls[i], key)
             if cleared is not None:
                 original_args, marker = cleared
