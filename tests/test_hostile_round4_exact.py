@@ -171,3 +171,56 @@ def test_a_partial_restore_keeps_the_style_for_later(runner, tmp_path):
     assert messages[6] == tool_conv(3)["messages"][6]  # call_1 back
     assert "call_0" in messages[3]["content"] and messages[3] != tool_conv(3)["messages"][3]
     assert back.startswith(b'{"messages": [{"role": "system", ')
+
+
+# ---- a log's model stays in its written dump (issue 28: "counts that disagree")
+
+def _mini_swe_agent(tmp_path: Path, model: str) -> Path:
+    traj = json.loads((FIXTURES / "formats" / "mini_swe_agent.traj.json").read_bytes())
+    traj.setdefault("info", {}).setdefault("config", {})["model"] = {"model_name": model}
+    src = tmp_path / "run.traj.json"
+    src.write_text(json.dumps(traj, indent=2))
+    return src
+
+
+def _claude_code(tmp_path: Path, model: str) -> Path:
+    lines = (FIXTURES / "formats" / "claude_code_tool_heavy.jsonl").read_bytes().splitlines()
+    out = []
+    for line in lines:
+        event = json.loads(line)
+        if isinstance(event.get("message"), dict) and "model" in event["message"]:
+            event["message"]["model"] = model
+        out.append(json.dumps(event))
+    src = tmp_path / "session.jsonl"
+    src.write_text("\n".join(out) + "\n")
+    return src
+
+
+def _item(path: Path) -> dict:
+    return orjson.loads(path.read_bytes())["items"][0]
+
+
+@pytest.mark.parametrize("make", [_mini_swe_agent, _claude_code])
+def test_a_second_pass_over_a_logs_output_counts_as_the_first_pass_reported(runner, tmp_path, make):
+    src = make(tmp_path, "gpt-4o")  # o200k_base: not the default vocabulary
+    out = tmp_path / f"out{''.join(src.suffixes[-1:])}"
+    _run(runner, ["toolcall", "-q", "--keep", "1", str(src), "-o", str(out), "--report", str(tmp_path / "r1.json")])
+    first = _item(tmp_path / "r1.json")
+    assert first["encoding"] == "o200k_base"
+    _run(runner, ["toolcall", "-q", "--keep", "1", str(out), "-o", str(tmp_path / f"again{out.suffix}"),
+                  "--report", str(tmp_path / "r2.json")])
+    second = _item(tmp_path / "r2.json")
+    assert second["encoding"] == first["encoding"]
+    assert second["tokens_before"] == first["tokens_after"]
+    res = runner.invoke(cli, ["compact", "--check", "--token-threshold", "100000", str(out),
+                              "--report", str(tmp_path / "r3.json")])
+    assert res.exit_code == 0, res.output
+    assert _item(tmp_path / "r3.json")["tokens_before"] == first["tokens_after"]
+    written = orjson.loads(out.read_bytes().splitlines()[0] if out.suffix == ".jsonl" else out.read_bytes())
+    assert written["model"] == "gpt-4o"
+
+
+def test_a_log_without_a_model_gets_none_written(runner, tmp_path):
+    src = FIXTURES / "formats" / "swe_agent_text_actions.traj"
+    _run(runner, ["toolcall", "-q", "--keep", "1", str(src), "-o", str(tmp_path / "out.json")])
+    assert "model" not in orjson.loads((tmp_path / "out.json").read_bytes())
