@@ -88,7 +88,7 @@ def run_io(settings: Any, io: Any) -> None:
     """Run on this machine and exit with the run's code; map what the engine raises to exit codes."""
     from ..engine.local import run_command, silence_stdout
     from ..engine.report import ReportError
-    from ..files.sinks import StdoutClosed
+    from ..files.sinks import OutputLocked, StdoutClosed
 
     try:
         code = run_command(settings, io, emit, progress_for(io.quiet))
@@ -96,7 +96,7 @@ def run_io(settings: Any, io: Any) -> None:
         silence_stdout()
         sys.exit(EXIT_STDOUT_CLOSED)
     except (UsageError, OutputError) as exc:
-        if isinstance(exc, ReportError):
+        if isinstance(exc, (ReportError, OutputLocked)):  # a state conflict (another run's report), not usage
             emit(f"error: {exc}")
             sys.exit(EXIT_FAILED)
         raise click.UsageError(str(exc)) from None

@@ -347,6 +347,11 @@ def verify_partial(partial: Any, length: Any, crc: Any, target: str) -> str | No
 
 # ---------------------------------------------------------------- locks
 
+class OutputLocked(OutputError):
+    """An output or report another run is writing (or whose lock cannot be taken): a conflict
+    with the state of the machine, not a usage error: the command ends with exit 1 and one line."""
+
+
 class OutputLock:
     """An exclusive, non-blocking lock on one output path, held for as long as it is written.
 
@@ -368,13 +373,13 @@ class OutputLock:
                 os.makedirs(os.path.dirname(self.path), exist_ok=True)
                 continue
             except OSError as exc:
-                raise OutputError(f"cannot lock {self.target}: {exc.strerror} ({self.path})") from None
+                raise OutputLocked(f"cannot lock {self.target}: {exc.strerror} ({self.path})") from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:
                 os.close(fd)
                 if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                    raise OutputError(f"another xcompact run is writing {self.target}; wait for it to finish "
+                    raise OutputLocked(f"another xcompact run is writing {self.target}; wait for it to finish "
                                       "or choose another output") from None
                 raise
             try:
@@ -385,7 +390,7 @@ class OutputLock:
                 self.fd = fd
                 return
             os.close(fd)  # the file we locked was removed by a run that finished: lock the new one
-        raise OutputError(f"cannot lock {self.target}: the lock file {self.path} keeps changing")
+        raise OutputLocked(f"cannot lock {self.target}: the lock file {self.path} keeps changing")
 
     def release(self) -> None:
         if self.fd is None:
