@@ -49,9 +49,15 @@ def _assert_page_matches_report(dom: str, report: dict) -> None:
             assert value == pytest.approx(expected, abs=0.0005), key
         else:
             assert value == expected, key
-    assert {"conversations", "failed", "warnings", "total_reclaimed_fraction"} <= set(shown)
-    if totals["tokens_before"] is not None:
-        assert {"tokens_before", "tokens_after"} <= set(shown)
+    if (report.get("parameters") or {}).get("check"):  # a measurement: no reclaimed length, no tokens after
+        assert {"conversations", "failed", "warnings"} <= set(shown)
+        assert not {"total_reclaimed_fraction", "reclaimed_count", "tokens_after"} & set(shown)
+        if totals["tokens_before"] is not None:
+            assert "tokens_before" in shown
+    else:
+        assert {"conversations", "failed", "warnings", "total_reclaimed_fraction"} <= set(shown)
+        if totals["tokens_before"] is not None:
+            assert {"tokens_before", "tokens_after"} <= set(shown)
     assert {s: int(_number(n)) for s, n in elements(dom, "data-status")} == totals["statuses"]
 
 

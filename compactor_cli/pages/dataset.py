@@ -36,6 +36,58 @@ def headline(totals: dict[str, Any]) -> str:
     return "; ".join(p for p in parts if p)
 
 
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _cell(x: Any) -> Any:
+    """A number as the page writes numbers (1,234); anything else (a report read back) as it is."""
+    return f"{x:,}" if _is_int(x) else x
+
+
+def _measured(totals: dict[str, Any]) -> tuple[int, int]:
+    """(over, measured): conversations over the threshold, and those measured against it."""
+    statuses = totals["statuses"]
+    over = int(statuses.get("OVER_THRESHOLD", 0))
+    return over, over + int(statuses.get("UNDER_THRESHOLD", 0))
+
+
+def _threshold(digest: DatasetDigest) -> str:
+    return f"{digest.threshold:,} {digest.threshold_unit}" if digest.threshold is not None else "the threshold"
+
+
+def check_headline(totals: dict[str, Any], digest: DatasetDigest) -> str:
+    """One line of what a --check run found: a measurement against the threshold, no compaction."""
+    over, measured = _measured(totals)
+    plural = "s" if measured != 1 else ""
+    parts = [f"threshold {_threshold(digest)}: {over:,} of {measured:,} conversation{plural} over"]
+    largest = digest.largest_offenders()
+    if largest and _is_int(largest[0][1]) and _is_int(largest[0][3]):
+        parts.append(f"the largest {largest[0][1]:,} {largest[0][2]} ({largest[0][1] - largest[0][3]:,} over)")
+    parts.append(f"{totals['failed']:,} failed")
+    return "; ".join(parts)
+
+
+def _check_cards(totals: dict[str, Any], digest: DatasetDigest) -> list[dict[str, Any]]:
+    over, measured = _measured(totals)
+    largest = digest.largest_offenders()
+    cards = [
+        dict(key="threshold", attr="check", label="threshold", value=_threshold(digest),
+             sub="--check: measured, nothing written"),
+        dict(key="over_threshold", attr="check", label="over the threshold", value=_num(over),
+             sub=f"of {measured:,} measured" + (f"; the largest {largest[0][1]:,}"
+                                                   if largest and _is_int(largest[0][1]) else "")),
+        dict(key="conversations", label="conversations", value=_num(totals["conversations"]),
+             sub=f"in {totals['files']:,} file{'s' if totals['files'] != 1 else ''}"),
+        dict(key="failed", label="failed", value=_num(totals["failed"]),
+             sub=f"{totals.get('file_errors', 0):,} unreadable files" if totals.get("file_errors") else ""),
+        dict(key="warnings", label="warnings", value=_num(totals.get("warnings", 0)), sub=""),
+    ]
+    if totals.get("tokens_before") is not None:
+        cards.append(dict(key="tokens_before", label="tokens measured", value=_num(totals["tokens_before"]), sub=""))
+    return cards
+
+
 def _cards(totals: dict[str, Any]) -> list[dict[str, Any]]:
     tokens = totals.get("tokens_before") is not None
     cards = [
@@ -69,10 +121,11 @@ def render_dataset_page(command: str, parameters: dict[str, Any], version: str, 
 
     from . import charts
 
+    check = bool(parameters.get("check"))  # a measurement: nothing was compacted, nothing reclaimed
     unit = "tokens" if totals.get("tokens_before") is not None else "characters"
-    points = digest.points()
+    points = [] if check else digest.points()
     svgs = [charts.status_bars(totals["statuses"])] if totals["statuses"] else []
-    if any(digest.fraction_bins):
+    if any(digest.fraction_bins) and not check:
         svgs.append(charts.fraction_histogram(digest.fraction_bins))
     if points:
         svgs.append(charts.before_after(points, unit, len(points), digest.sized))
@@ -85,16 +138,25 @@ def render_dataset_page(command: str, parameters: dict[str, Any], version: str, 
         dict(id="warnings", title="Conversations with warnings", count=digest.warning_records,
              headers=["conversation", "first warning", "warnings"], rows=digest.warnings),
     ]
-    if digest.offender_count or parameters.get("check"):
-        problems.insert(0, dict(id="offenders", title="Over the threshold (--check)", count=digest.offender_count,
-                                headers=["conversation", "size", "unit", "threshold"], rows=digest.offenders))
+    lead = []
+    if digest.offender_count or check:
+        rows = [[where, _cell(size), _cell(size - threshold) if _is_int(size) and _is_int(threshold) else "",
+                 unit_, _cell(threshold)] for where, size, unit_, threshold in digest.largest_offenders()]
+        offenders = dict(id="offenders", title=f"Over the threshold of {_threshold(digest)}, largest first",
+                         count=digest.offender_count, headers=["conversation", "size", "over by", "unit", "threshold"],
+                         rows=rows)
+        if check:  # what a check is for comes first
+            lead.append(offenders)
+        else:
+            problems.insert(0, offenders)
     shown = {k: v for k, v in parameters.items() if v is not None}
     return environment(pct=_pct).get_template("dataset.html.j2").render(
         title=f"xcompact {command}: {totals['conversations']:,} conversations", command=command, version=version,
-        exit_code=exit_code, source=source, summary=headline(totals), totals=totals,
-        cards=_cards(totals), statuses=sorted(totals["statuses"].items(), key=lambda kv: (-kv[1], kv[0])),
-        failed_statuses=FAILED_STATUSES, charts=[Markup(svg) for svg in svgs],
-        largest=largest, unit=unit, problems=problems,
+        exit_code=exit_code, source=source, summary=check_headline(totals, digest) if check else headline(totals),
+        totals=totals, cards=_check_cards(totals, digest) if check else _cards(totals),
+        statuses=sorted(totals["statuses"].items(), key=lambda kv: (-kv[1], kv[0])),
+        failed_statuses=FAILED_STATUSES, charts=[Markup(svg) for svg in svgs], check=check,
+        largest=largest, unit=unit, lead=lead, problems=problems,
         parameters=sorted((k, v if isinstance(v, str) else orjson.dumps(v).decode()) for k, v in shown.items()),
         notes=totals.get("notes") or [])
 

@@ -40,6 +40,13 @@ def _size(item: dict[str, Any], key: str) -> int | None:
     return value if isinstance(value, int) else None
 
 
+def _rank(row: list[Any]) -> tuple[int, str]:
+    """An offender's place in the list: the largest first (a report read back may hold anything
+    as the size), then by where it is."""
+    size = row[1] if isinstance(row[1], int) and not isinstance(row[1], bool) else -1
+    return -size, str(row[0])
+
+
 @dataclass
 class DatasetDigest:
     """Aggregates of a run's report items (``add``), serialisable for a resumed run (``state``)."""
@@ -51,8 +58,10 @@ class DatasetDigest:
     failure_count: int = 0
     warnings: list[list[Any]] = field(default_factory=list)  # [where, first warning, count]
     warning_records: int = 0
-    offenders: list[list[Any]] = field(default_factory=list)  # [where, size, unit, threshold]
+    offenders: list[list[Any]] = field(default_factory=list)  # [where, size, unit, threshold]: the largest
     offender_count: int = 0
+    threshold: Any = None  # the threshold and its unit the items were measured against (--check, compact)
+    threshold_unit: str | None = None
     sized: int = 0  # conversations with a size before and after (the sample is drawn from them)
 
     def add(self, item: dict[str, Any]) -> None:
@@ -67,11 +76,18 @@ class DatasetDigest:
             self.warning_records += 1
             if len(self.warnings) < LISTED:
                 self.warnings.append([where, str(warnings[0]), int(item.get("warning_count") or len(warnings))])
+        if isinstance(item.get("threshold"), int) and not isinstance(item.get("threshold"), bool):
+            self.threshold = item["threshold"]
+            self.threshold_unit = str(item.get("threshold_unit") or "tokens")
         if status == "OVER_THRESHOLD":
             self.offender_count += 1
+            row = [where, item.get("size_before"), item.get("threshold_unit") or "tokens", item.get("threshold")]
             if len(self.offenders) < LISTED:
-                self.offenders.append([where, item.get("size_before"), item.get("threshold_unit") or "tokens",
-                                       item.get("threshold")])
+                self.offenders.append(row)
+            else:  # the largest LISTED are kept (a page leads with them)
+                last = max(range(len(self.offenders)), key=lambda j: _rank(self.offenders[j]))
+                if _rank(row) < _rank(self.offenders[last]):
+                    self.offenders[last] = row
         fraction = item.get("reclaimed_fraction")
         if isinstance(fraction, (int, float)) and status != "INVALID_INPUT":
             self.fraction_bins[min(FRACTION_BINS - 1, max(0, int(fraction * FRACTION_BINS)))] += 1
@@ -90,6 +106,10 @@ class DatasetDigest:
             heapq.heappush(self.sample, point)
         elif -h > self.sample[0][0]:  # a smaller hash than the largest kept
             heapq.heapreplace(self.sample, point)
+
+    def largest_offenders(self) -> list[list[Any]]:
+        """The conversations over the threshold that the page lists, largest first."""
+        return sorted(self.offenders, key=_rank)
 
     def largest_first(self) -> list[dict[str, Any]]:
         return [{"where": w, "before": b, "after": a, "status": s} for b, w, a, s in sorted(self.largest, reverse=True)]
