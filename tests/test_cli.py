@@ -215,7 +215,7 @@ def test_extract_prints_the_original(runner, tmp_path):
     src = tmp_path / "c.json"
     runner.invoke(cli, ["toolcall", "-q", "--keep", "1", str(write(tmp_path / "in.json", conv)), "-o", str(src)])
     res = runner.invoke(cli, ["extract", "a", str(src)])
-    assert res.exit_code == 0 and res.stdout == conv["messages"][6]["content"] + "\n"
+    assert res.exit_code == 0 and res.stdout == conv["messages"][6]["content"]  # exactly: no newline added
     res = runner.invoke(cli, ["extract", "dup", str(src)])
     assert res.stdout.startswith("result 0") and "share ID 'dup'" in res.stderr
     assert runner.invoke(cli, ["extract", "dup", str(src), "--occurrence", "2"]).stdout.startswith("result 2")

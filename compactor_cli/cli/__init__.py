@@ -183,7 +183,8 @@ def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no:
     if len(found) > 1:
         emit(f"warning: {len(found)} conversations hold ID {tool_call_id!r}; printing {rec.where} (use --line)")
     if isinstance(content, str):
-        sys.stdout.write(content if content.endswith("\n") else content + "\n")
+        sys.stdout.flush()  # the original exactly: no newline added, no text-mode translation
+        sys.stdout.buffer.write(content.encode("utf-8", "surrogatepass"))
     else:
         sys.stdout.write(jdump(content) + "\n")  # every number as stored (beyond 64 bits, long decimals)
     sys.exit(EXIT_FAILED if errors else EXIT_OK)
