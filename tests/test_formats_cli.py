@@ -92,7 +92,7 @@ def test_every_command_reads_every_request_format_and_restores_exactly(runner, t
     code, _, err = run(runner, "validate", tmp_path / "t3.jsonl")
     assert code == 0, err
     code, out, err = run(runner, "extract", "toolu_03", tmp_path / "t3.jsonl", "--line", "1")
-    assert code == 0 and out == "ok " * 300 + "\n"
+    assert code == 0 and out == "ok " * 300  # exactly as stored: no newline added
     code, _, err = run(runner, "restore", tmp_path / "t3.jsonl", "-o", tmp_path / "back.jsonl", "-q")
     assert code == 0, err
     assert [orjson.loads(x) for x in (tmp_path / "back.jsonl").read_bytes().splitlines()] == originals
