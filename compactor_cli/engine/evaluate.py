@@ -18,7 +18,7 @@ import orjson
 
 from ..errors import InvalidInputError, UsageError
 from ..evidence.evaluate import Evaluation, evaluate
-from ..evidence.probes import KINDS
+from ..evidence.probes import ESSENTIAL, KINDS
 from ..model.tokens import counter_for
 from .configure import Configured, build
 from .params import RUN_OPTIONS, click_command
@@ -203,8 +203,7 @@ def below(run: EvalRun, minimums: dict[str, float]) -> list[str]:
     for where, found in run.items:
         for name, ev in found.items():
             for kind, pct in minimums.items():
-                kinds = KINDS if kind == "all" else ("task", "user", "files_modified", "errors") \
-                    if kind == "essential" else (kind,)
+                kinds = KINDS if kind == "all" else ESSENTIAL if kind == "essential" else (kind,)
                 share = ev.share(kinds)
                 if share is not None and 100 * share < pct:
                     label = "" if name in (AFTER, AGENT) else f" [{name}]"

@@ -96,17 +96,22 @@ def _looks_like_path(p: str) -> bool:
     return "/" in p or bool(re.search(r"\.[A-Za-z][\w]{0,7}$", last))
 
 
+def _json_object(args: str) -> Any:
+    """A call's arguments read as JSON (None when they are not JSON)."""
+    if not args.lstrip().startswith("{"):
+        return None
+    try:
+        return orjson.loads(args)
+    except orjson.JSONDecodeError:
+        return None
+
+
 def _shell_text(name: str, args: str) -> tuple[str | None, str | None]:
     """(shell command, apply_patch text) carried by a call."""
     low = name.lower()
     if low == "apply_patch":
         return None, args
-    obj: Any = None
-    if args.lstrip().startswith("{"):
-        try:
-            obj = orjson.loads(args)
-        except orjson.JSONDecodeError:
-            obj = None
+    obj = _json_object(args)
     if isinstance(obj, dict):
         cmd = obj.get("command", obj.get("cmd"))
         if isinstance(cmd, list) and all(isinstance(c, str) for c in cmd):
@@ -210,12 +215,7 @@ def _patch_effects(patch: str, ev: Evidence) -> None:
 
 def _tool_effects(name: str, args: str, ev: Evidence, current: list[str]) -> None:
     low = name.lower()
-    obj: Any = None
-    if args.lstrip().startswith("{"):
-        try:
-            obj = orjson.loads(args)
-        except orjson.JSONDecodeError:
-            obj = None
+    obj = _json_object(args)
     if not isinstance(obj, dict):
         return
     path = next((obj[k] for k in ("file_path", "path", "notebook_path", "filename", "target_file")

@@ -82,9 +82,8 @@ def duplicated_keys(raw: bytes) -> list[str]:
     return reader.duplicates
 
 
-def dumps_exact(obj: Any, form: str) -> bytes:
-    """The bytes records.dump_bytes writes for ``form``, with integers of any size and every
-    ExactFloat as read."""
+def json_exact(obj: Any, **options: Any) -> str:
+    """``json.dumps(obj, **options)`` with integers of any size and every ExactFloat as read."""
     # json writes a float subclass as a double: each ExactFloat goes in as a marker string no
     # input can hold (a fresh random nonce), which is then replaced by the number's text
     nonce = secrets.token_hex(8)
@@ -101,10 +100,15 @@ def dumps_exact(obj: Any, form: str) -> bytes:
             return f"xcompact-{nonce}-{len(texts) - 1}"
         return v
 
-    if form == "jsonl":
-        out = json.dumps(marked(obj), ensure_ascii=False, separators=(",", ":"))
-    else:
-        out = json.dumps(marked(obj), ensure_ascii=False, indent=2)
+    out: str = json.dumps(marked(obj), **options)
     if texts:
         out = re.sub(f'"xcompact-{nonce}-([0-9]+)"', lambda m: texts[int(m.group(1))], out)
-    return out.encode() + b"\n"
+    return out
+
+
+def dumps_exact(obj: Any, form: str) -> bytes:
+    """The bytes records.dump_bytes writes for ``form``, with integers of any size and every
+    ExactFloat as read."""
+    if form == "jsonl":
+        return json_exact(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    return json_exact(obj, ensure_ascii=False, indent=2).encode() + b"\n"

@@ -16,14 +16,12 @@ whether the bytes are all ASCII; it is not proved by writing the record again.
 
 from __future__ import annotations
 
-import json
 import re
-import secrets
 from typing import Any
 
 from ..model.conversation import STYLE_FIELD as STYLE_FIELD
 from ..model.conversation import style_problem
-from ..model.exact_numbers import ExactFloat
+from .exact import json_exact
 
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _SPECIAL = re.compile(rb'[":,]')
@@ -117,26 +115,9 @@ def dump_styled(obj: Any, style: dict[str, Any], form: str) -> bytes | None:
     that is no line end for JSONL, nesting Python's json cannot write): then xcompact's own form."""
     if style_problem(style, form) is not None:
         return None
-    nonce = secrets.token_hex(8)
-    texts: list[str] = []
-
-    def marked(v: Any) -> Any:
-        t = type(v)
-        if t is dict:
-            return {k: marked(x) for k, x in v.items()}
-        if t is list:
-            return [marked(x) for x in v]
-        if t is ExactFloat:
-            texts.append(v.text)
-            return f"xcompact-{nonce}-{len(texts) - 1}"
-        return v
-
     try:
         item, key = style["separators"]
-        out: str = json.dumps(marked(obj), separators=(item, key), ensure_ascii=style["ensure_ascii"],
-                              indent=style["indent"])
-        if texts:
-            out = re.sub(f'"xcompact-{nonce}-([0-9]+)"', lambda m: texts[int(m.group(1))], out)
+        out = json_exact(obj, separators=(item, key), ensure_ascii=style["ensure_ascii"], indent=style["indent"])
         end: str = style["end"]
         return (out + end).encode("utf-8")
     except (UnicodeEncodeError, RecursionError, ValueError, TypeError):
