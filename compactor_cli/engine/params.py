@@ -168,6 +168,9 @@ TIER1_CONTROLS: list[Slot] = [
     click.option("--max-result-tokens", type=click.IntRange(min=1, max=MAX_INT), default=None, metavar="TOKENS",
                  help="Cut any other result over this many tokens, the kept ones included, to its placeholder with "
                       "its first and last lines (the original stored as always)."),
+    click.option("--dedup-reads", "dedup_reads", is_flag=True, default=False,
+                 help="Replace a read of a file that a later read repeats (same path, same range, same content) "
+                      "by a placeholder naming the later one, wherever it is; the original is stored as always."),
     click.option("--preview", "preview", metavar="HEAD,TAIL", default=None, callback=_preview_lines,
                  help="Keep the first HEAD and last TAIL lines of each cleared result in its placeholder, and the "
                       "lines between them that carry the outcome (exit codes, the line closing a traceback, "

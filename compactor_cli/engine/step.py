@@ -68,7 +68,8 @@ def op_toolcall(dump: dict, settings: Settings) -> Result:
                                     keep_turns=settings.keep_turns, clear_at_least=settings.clear_at_least,
                                     counter=counter, placeholder=settings.placeholder,
                                     clear_tool_inputs=settings.clear_tool_inputs,
-                                    max_result_tokens=settings.max_result_tokens)
+                                    max_result_tokens=settings.max_result_tokens,
+                                    dedup_reads=settings.dedup_reads)
     status = Status.RECLAIMED if res.reclaimed_count else Status.NOTHING_TO_CONDENSE
     fields: dict[str, Any] = {"reclaimed_count": res.reclaimed_count, "reclaimed_fraction": res.reclaimed_fraction,
                               "skipped_no_id": res.skipped_no_id, "length_before": res.length_before,
@@ -81,6 +82,8 @@ def op_toolcall(dump: dict, settings: Settings) -> Result:
         fields["kept_cheaper"] = res.kept_cheaper  # cheaper in tokens than their placeholder
     if res.capped_count:
         fields["capped_count"] = res.capped_count  # kept results cut to a preview (--max-result-tokens)
+    if res.deduped_reads:
+        fields["deduped_reads"] = res.deduped_reads  # earlier reads a later identical read repeats (--dedup-reads)
     if res.freed_tokens is not None:
         fields["freed_tokens"] = res.freed_tokens
     if res.below_clear_at_least:

@@ -96,7 +96,7 @@ def _looks_like_path(p: str) -> bool:
     return "/" in p or bool(re.search(r"\.[A-Za-z][\w]{0,7}$", last))
 
 
-def _json_object(args: str) -> Any:
+def json_object(args: str) -> Any:
     """A call's arguments read as JSON (None when they are not JSON)."""
     if not args.lstrip().startswith("{"):
         return None
@@ -106,12 +106,12 @@ def _json_object(args: str) -> Any:
         return None
 
 
-def _shell_text(name: str, args: str) -> tuple[str | None, str | None]:
+def shell_text(name: str, args: str) -> tuple[str | None, str | None]:
     """(shell command, apply_patch text) carried by a call."""
     low = name.lower()
     if low == "apply_patch":
         return None, args
-    obj = _json_object(args)
+    obj = json_object(args)
     if isinstance(obj, dict):
         cmd = obj.get("command", obj.get("cmd"))
         if isinstance(cmd, list) and all(isinstance(c, str) for c in cmd):
@@ -147,7 +147,7 @@ def _strip_heredocs(cmd: str) -> str:
     return "\n".join(out)
 
 
-def _tokens(segment: str) -> list[str]:
+def shell_words(segment: str) -> list[str]:
     try:
         return shlex.split(segment, comments=False)
     except ValueError:
@@ -181,7 +181,7 @@ def _shell_effects(cmd: str, ev: Evidence, current: list[str]) -> None:
             target = m.group(1).strip("'\"")
             if _looks_like_path(target):
                 ev.add("Files changed", target)
-        toks = [t for t in _tokens(_REDIRECT.sub(" ", seg)) if t]
+        toks = [t for t in shell_words(_REDIRECT.sub(" ", seg)) if t]
         while toks and (("=" in toks[0] and not toks[0].startswith("-")) or toks[0] in ("sudo", "env", "time", "cd")):
             toks = toks[2:] if toks[0] == "cd" else toks[1:]
         if not toks:
@@ -215,7 +215,7 @@ def _patch_effects(patch: str, ev: Evidence) -> None:
 
 def _tool_effects(name: str, args: str, ev: Evidence, current: list[str]) -> None:
     low = name.lower()
-    obj = _json_object(args)
+    obj = json_object(args)
     if not isinstance(obj, dict):
         return
     path = next((obj[k] for k in ("file_path", "path", "notebook_path", "filename", "target_file")
@@ -320,7 +320,7 @@ def evidence_of(messages: list[dict[str, Any]], root: str | None = None) -> Evid
                 if parts is None:
                     continue
                 name, args = parts
-                cmd, patch = _shell_text(name, args)
+                cmd, patch = shell_text(name, args)
                 if patch is not None:
                     _patch_effects(patch, ev)
                 if cmd is not None and patch is None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model.conversation import call_parts, content_text
-from .extract import _shell_text, error_lines, evidence_of, item_key, output_text
+from .extract import error_lines, evidence_of, item_key, output_text, shell_text
 from .harness import harness_keys, is_harness, without_injected
 
 KINDS = ("task", "user", "files_modified", "errors", "commands", "decisions")
@@ -83,7 +83,7 @@ def probes_of(head: list[dict[str, Any]], task: dict[str, Any] | bool | None = T
                 parts = call_parts(call)
                 if parts is None:
                     continue
-                cmd, patch = _shell_text(*parts)
+                cmd, patch = shell_text(*parts)
                 if cmd is not None and patch is None and (p := _probe("commands", cmd.split("\n", 1)[0])):
                     out.append(p)
         elif role == "tool":

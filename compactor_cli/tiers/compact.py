@@ -107,7 +107,7 @@ async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None, cou
                                         keep_turns=keep_turns, clear_at_least=policy.clear_at_least,
                                         counter=counter, placeholder=policy.placeholder,
                                         clear_tool_inputs=policy.clear_tool_inputs,
-                                        max_result_tokens=policy.max_result_tokens)
+                                        max_result_tokens=policy.max_result_tokens, dedup_reads=policy.dedup_reads)
         rounds = int((dump.get(COUNTER_KEY) or {}).get("toolcall_rounds") or 0) + 1
         if source == "observed" and attempt == 0:
             estimate = round(size * (1 - res.reclaimed_fraction))
@@ -186,7 +186,7 @@ async def _fallback_ladder(dump: dict, original: dict, policy: Policy, opts: Sum
                                     key_offsets=head_tool_counts(dump), exclude_tools=policy.exclude_tools,
                                     counter=counter, placeholder=policy.placeholder,
                                     clear_tool_inputs=policy.clear_tool_inputs,
-                                    max_result_tokens=policy.max_result_tokens)
+                                    max_result_tokens=policy.max_result_tokens, dedup_reads=policy.dedup_reads)
     estimate, _ = measure(new, policy, memo, observed_ok=False)
     if res.reclaimed_count:
         dump = _with_counters(new, original, toolcall_rounds=toolcall_rounds + 1)

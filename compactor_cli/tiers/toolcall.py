@@ -90,6 +90,7 @@ class ToolCallCompactResult:
     inputs_cleared: int = 0  # with clear_tool_inputs: calls whose arguments became a placeholder
     kept_cheaper: int = 0  # old results left as they were: their placeholder costs as many tokens
     capped_count: int = 0  # with max_result_tokens: results kept but cut to a preview (counted in reclaimed_count)
+    deduped_reads: int = 0  # with dedup_reads: earlier reads a later one repeats (counted in reclaimed_count)
 
 
 def _check_args(dump: Any, keep: Any) -> None:
@@ -175,7 +176,8 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
                          keep_turns: int | None = None, clear_at_least: int | None = None,
                          counter: Any = None, placeholder: str | None = None,
                          clear_tool_inputs: bool = False,
-                         max_result_tokens: int | None = None) -> tuple[Any, ToolCallCompactResult]:
+                         max_result_tokens: int | None = None,
+                         dedup_reads: bool = False) -> tuple[Any, ToolCallCompactResult]:
     """Replace tool results older than the most recent ``keep`` by placeholders.
 
     The controls of Anthropic's context editing (``clear_tool_uses``): results of the tools in
@@ -186,7 +188,9 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
     (stored in ``xcompact.tool_inputs``). ``placeholder``: a template of the user's own
     (model/placeholders.py), instead of xun's text. ``max_result_tokens``: any other result (the
     kept ones included, excluded tools' aside) over that many tokens becomes its placeholder with
-    a head and tail preview (``{preview}``), its original stored as every other.
+    a head and tail preview (``{preview}``), its original stored as every other. ``dedup_reads``:
+    a read that a later read of the same file, range and content repeats (reads.py) becomes a
+    placeholder naming the later one, wherever it is (the later read stays as it is).
 
     ``dump`` is a dumps() dict, or a bare list of messages: then the result is a list again
     when nothing had to be stored (``keep_originals=False`` or nothing compacted), otherwise a
@@ -203,7 +207,7 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
                                            exclude_tools=exclude_tools, keep_turns=keep_turns,
                                            clear_at_least=clear_at_least, counter=counter,
                                            placeholder=placeholder, clear_tool_inputs=clear_tool_inputs,
-                                           max_result_tokens=max_result_tokens)
+                                           max_result_tokens=max_result_tokens, dedup_reads=dedup_reads)
         return (new["messages"] if list(new) == ["messages"] else new), result
     if keep < 0:
         raise ValueError("keep must be >= 0")
@@ -242,6 +246,11 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
             content = messages[i].get("content")
             if content_length(content) > max_result_tokens and counter.content(content) > max_result_tokens:
                 targets.append((i, cap, max(400, min(PREVIEW_CHARS, 3 * max_result_tokens))))
+    deduped: dict[int, tuple[int, PlaceholderTemplate | None, int]] = {}
+    if dedup_reads:
+        deduped = _superseded_targets(messages, targets, exclude_tools)
+        targets.extend(deduped.values())
+    if max_result_tokens is not None or deduped:
         targets.sort(key=lambda t: t[0])
     if not targets:
         return dump, result
@@ -311,7 +320,9 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
         saved += old_len - len(placeholder_text)
         if clear_at_least is not None:
             freed += counter.content(content) - counter.content(placeholder_text)
-        if i not in old_set:
+        if i in deduped:
+            result.deduped_reads += 1
+        elif i not in old_set:
             result.capped_count += 1  # a kept result over max_result_tokens: its preview stays
         elif clear_tool_inputs and i in calls and key not in stored_inputs:  # a key in use is never reused
             cleared = _clear_input(new_messages, calls[i], key)
@@ -351,6 +362,25 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
     if templated != templated_before:
         new_dump = with_templated(new_dump, templated)
     return new_dump, result
+
+
+def _superseded_targets(messages: list[dict], targets: list[tuple[int, PlaceholderTemplate | None, int]],
+                        exclude_tools: Collection[str]) -> dict[int, tuple[int, PlaceholderTemplate | None, int]]:
+    """The superseded reads not cleared already, each with the template naming the later read
+    (itself not cleared: its content is what the placeholder points to)."""
+    from .reads import superseded_reads, superseded_template
+
+    taken = {i for i, _, _ in targets}
+    names = tool_names(messages) if exclude_tools else {}
+    out: dict[int, tuple[int, PlaceholderTemplate | None, int]] = {}
+    for i, (later, path) in superseded_reads(messages, call_name).items():
+        if i in taken or later in taken or names.get(i) in exclude_tools:
+            continue
+        later_id = messages[later].get("tool_call_id")
+        if not isinstance(later_id, str):
+            continue
+        out[i] = (i, template(superseded_template(later_id, path)), PREVIEW_CHARS)
+    return out
 
 
 def call_name(call: Any) -> str | None:
