@@ -97,12 +97,14 @@ def probes_of(head: list[dict[str, Any]], task: dict[str, Any] | bool | None = T
 
 
 def sent_text(messages: Iterable[dict[str, Any]]) -> str:
-    """What a model is sent of ``messages``: contents, tool names and inputs, whitespace folded."""
+    """What a model is sent of ``messages``: contents, tool names and inputs, whitespace folded;
+    a Codex result's JSON read as its output, as the probes are (a model reads JSON escapes)."""
     parts: list[str] = []
     for m in messages:
         if not isinstance(m, dict):
             continue
-        parts.append(content_text(m.get("content")))
+        content = m.get("content")
+        parts.append(output_text(content) if m.get("role") == "tool" else content_text(content))
         for call in m.get("tool_calls") or ():
             cp = call_parts(call)
             if cp is not None:
