@@ -156,7 +156,7 @@ def test_dedup_reads_restores_exactly_and_points_only_at_an_identical_later_read
             else {"command": f"sed -n '{start or 1},200p' {path}"}
         messages += [_call(cid, tool, args), _result(cid, text)]
     before = orjson.dumps(messages)
-    new, res = reclaim_tool_results(messages, keep=keep, dedup_reads=True,
+    new, _ = reclaim_tool_results(messages, keep=keep, dedup_reads=True,
                                     counter=counter_for("cl100k_base") if tokens else None)
     assert orjson.dumps(messages) == before  # the input is never modified
     restored, _ = restore_conversation(new)
@@ -172,6 +172,6 @@ def test_dedup_reads_restores_exactly_and_points_only_at_an_identical_later_read
         assert any(j > i and out[j].get("tool_call_id") == later and out[j]["content"] == messages[i]["content"]
                    and messages[j - 1]["tool_calls"][0]["function"]["arguments"] == call
                    for j in range(len(out)))
-    again, res2 = reclaim_tool_results(new, keep=keep, dedup_reads=True,
+    again, _ = reclaim_tool_results(new, keep=keep, dedup_reads=True,
                                        counter=counter_for("cl100k_base") if tokens else None)
     assert again == new

@@ -5,9 +5,12 @@ lines with its exit code, not as one line of JSON (issue 30)."""
 from __future__ import annotations
 
 import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compactor_cli import reclaim_tool_results, restore_conversation
 from compactor_cli.model.conversation import PLACEHOLDER_TEMPLATE
+from compactor_cli.model.tokens import counter_for
 from compactor_cli.tiers.toolcall import PREVIEW_LINE_CHARS, result_preview
 
 
@@ -45,3 +48,23 @@ def test_a_codex_result_is_previewed_as_its_output_with_the_exit_code():
     assert "Exit code: 1\nline 0" in text and "FAILED tests/test_x.py::test_y - boom" in text
     assert "tail 39" in text and '"metadata"' not in text
     assert restore_conversation(new)[0]["messages"] == messages
+
+
+@settings(deadline=None)
+@given(st.lists(st.tuples(st.text(min_size=1, max_size=80), st.text(max_size=600)), min_size=1, max_size=6),
+       st.sampled_from([None, PLACEHOLDER_TEMPLATE + "\n{preview:1,1}"]))
+def test_with_tokens_no_placeholder_costs_more_tokens_than_its_original(results, placeholder):
+    """Issue 30: counted in tokens, a placeholder is written only where it is cheaper, whatever
+    the IDs (long, odd, reused) and the texts."""
+    counter = counter_for("cl100k_base")
+    messages: list[dict] = [{"role": "user", "content": "go"}]
+    for cid, text in results:
+        messages += [{"role": "assistant", "content": None,
+                      "tool_calls": [{"id": cid, "type": "function", "function": {"name": "t", "arguments": "{}"}}]},
+                     {"role": "tool", "tool_call_id": cid, "content": text}]
+    new, res = reclaim_tool_results(messages, keep=0, counter=counter, placeholder=placeholder)
+    out = new["messages"] if isinstance(new, dict) else new
+    for i in res.compacted_indices:
+        assert counter.text(out[i]["content"]) < counter.text(messages[i]["content"])
+    restored, _ = restore_conversation(new)
+    assert (restored["messages"] if isinstance(restored, dict) else restored) == messages
