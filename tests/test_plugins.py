@@ -1,5 +1,5 @@
 """Strategies and summarisers of one's own (compact --strategy, --backend MODULE:ATTR, entry
-points): the README's example runs as written, and a plug-in's result goes through xcompact's
+points): the example of docs/plugins.md runs as written, and a plug-in's result goes through xcompact's
 own checks, failing one conversation clearly and never the batch."""
 
 from __future__ import annotations
@@ -24,16 +24,19 @@ def xcompact(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Compl
                           timeout=300, env={**os.environ, **(env or {})})
 
 
+PLUGINS_DOC = ROOT / "docs" / "plugins.md"
+
+
 def _readme_example() -> str:
-    readme = (ROOT / "README.md").read_text()
-    return re.search(r"<!-- example: my_strategies.py -->\n```python\n(.*?)```", readme, re.S).group(1)
+    page = PLUGINS_DOC.read_text()
+    return re.search(r"<!-- example: my_strategies.py -->\n```python\n(.*?)```", page, re.S).group(1)
 
 
 def test_the_readme_strategy_runs_as_written(tmp_path):
     (tmp_path / "my_strategies.py").write_text(_readme_example())
     os.symlink(FIXTURES, tmp_path / "fixtures")
-    readme = (ROOT / "README.md").read_text()
-    command = re.search(r"^(xcompact compact fixtures/\S+ --strategy my_strategies:KeepRecent .*)$", readme,
+    page = PLUGINS_DOC.read_text()
+    command = re.search(r"^(xcompact compact fixtures/\S+ --strategy my_strategies:KeepRecent .*)$", page,
                         re.M).group(1)
     res = xcompact(*command.split()[1:], "--report", "r.json", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
