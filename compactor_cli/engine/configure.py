@@ -204,7 +204,7 @@ def _tier1_controls(command: str, values: dict[str, Any], explicit: set[str]) ->
         if given:
             raise UsageError(f"{' and '.join(given)} count{'s' if len(given) == 1 else ''} tokens: drop --no-tokens")
     names = (("exclude_tools", "keep_turns", "clear_at_least", "placeholder", "clear_tool_inputs", "preview",
-              "max_result_tokens", "dedup_reads")
+              "max_result_tokens", "dedup_reads", "truncate_inputs")
              + (("trigger",) if command == "toolcall" else ()))
     controls = {n: (list(v[n]) if n in ("exclude_tools", "preview") else v[n]) for n in names
                 if v.get(n) not in (None, (), False)}
@@ -225,7 +225,8 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = (),
                             dry_run=v["dry_run"], exclude_tools=v["exclude_tools"], keep_turns=v["keep_turns"],
                             clear_at_least=v["clear_at_least"], trigger=v["trigger"],
                             placeholder=v["placeholder"], clear_tool_inputs=v["clear_tool_inputs"],
-                            max_result_tokens=v["max_result_tokens"], dedup_reads=v["dedup_reads"])
+                            max_result_tokens=v["max_result_tokens"], dedup_reads=v["dedup_reads"],
+                            truncate_inputs=v["truncate_inputs"])
         return Configured(command, settings, dict(keep=v["keep"], originals=v["originals"], strict=strict,
                                                   encoding=v["encoding"], tokens=tokens, dry_run=v["dry_run"],
                                                   **controls))
@@ -287,7 +288,8 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = (),
                         exclude_tools=v["exclude_tools"], keep_turns=v["keep_turns"],
                         clear_at_least=v["clear_at_least"], placeholder=v["placeholder"],
                         clear_tool_inputs=v["clear_tool_inputs"], max_result_tokens=v["max_result_tokens"],
-                        dedup_reads=v["dedup_reads"], keep_task=v["keep_task"], evidence=v["evidence"],
+                        dedup_reads=v["dedup_reads"], truncate_inputs=v["truncate_inputs"],
+                        keep_task=v["keep_task"], evidence=v["evidence"],
                         keep_user_tokens=v["keep_user_tokens"])
         params.update(controls)
         params.update(token_threshold=token_threshold, message_threshold=message_threshold, keep=v["keep"],

@@ -168,6 +168,10 @@ TIER1_CONTROLS: list[Slot] = [
     click.option("--max-result-tokens", type=click.IntRange(min=1, max=MAX_INT), default=None, metavar="TOKENS",
                  help="Cut any other result over this many tokens, the kept ones included, to its placeholder with "
                       "its first and last lines (the original stored as always)."),
+    click.option("--truncate-inputs", "truncate_inputs", type=click.IntRange(min=1, max=MAX_INT), default=None,
+                 metavar="CHARS",
+                 help="Cut every argument value over CHARS characters of the calls whose results are old (cleared "
+                      "or not), so the call stays legible; the whole arguments are stored, restored exactly."),
     click.option("--dedup-reads", "dedup_reads", is_flag=True, default=False,
                  help="Replace a read of a file that a later read repeats (same path, same range, same content) "
                       "by a placeholder naming the later one, wherever it is; the original is stored as always."),

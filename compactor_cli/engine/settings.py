@@ -35,6 +35,7 @@ class Settings:
     placeholder: str | None = None  # --placeholder TEXT: a template of the user's own (model/placeholders.py)
     clear_tool_inputs: bool = False
     max_result_tokens: int | None = None  # --max-result-tokens: any result over it cut to a preview
+    truncate_inputs: int | None = None  # --truncate-inputs: older calls' long argument values cut to this
     dedup_reads: bool = False  # --dedup-reads: a read a later identical read repeats becomes a reference to it
     strategy: str | None = None  # compact --strategy MODULE:ATTR: a plug-in policy instead of the tiers
     trigger: int | None = None  # toolcall --trigger: tokens a conversation must exceed to be cleared

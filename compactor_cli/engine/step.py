@@ -69,8 +69,9 @@ def op_toolcall(dump: dict, settings: Settings) -> Result:
                                     counter=counter, placeholder=settings.placeholder,
                                     clear_tool_inputs=settings.clear_tool_inputs,
                                     max_result_tokens=settings.max_result_tokens,
-                                    dedup_reads=settings.dedup_reads)
-    status = Status.RECLAIMED if res.reclaimed_count else Status.NOTHING_TO_CONDENSE
+                                    dedup_reads=settings.dedup_reads,
+                                    truncate_inputs=settings.truncate_inputs)
+    status = Status.RECLAIMED if res.reclaimed_count or res.inputs_truncated else Status.NOTHING_TO_CONDENSE
     fields: dict[str, Any] = {"reclaimed_count": res.reclaimed_count, "reclaimed_fraction": res.reclaimed_fraction,
                               "skipped_no_id": res.skipped_no_id, "length_before": res.length_before,
                               "length_after": res.length_after}
@@ -82,6 +83,8 @@ def op_toolcall(dump: dict, settings: Settings) -> Result:
         fields["kept_cheaper"] = res.kept_cheaper  # cheaper in tokens than their placeholder
     if res.capped_count:
         fields["capped_count"] = res.capped_count  # kept results cut to a preview (--max-result-tokens)
+    if res.inputs_truncated:
+        fields["inputs_truncated"] = res.inputs_truncated  # older calls whose long arguments were cut
     if res.deduped_reads:
         fields["deduped_reads"] = res.deduped_reads  # earlier reads a later identical read repeats (--dedup-reads)
     if res.freed_tokens is not None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from ..model.conversation import META_KEY, Problem, check_messages_shape, check_owned_keys
-from ..model.placeholders import cleared_input, is_input_placeholder
+from ..model.placeholders import cleared_input, is_input_placeholder, is_truncated_input
 from .base import DUMP_KEY, MSG_KEY, Codec, fail, jdump, jload, type_name
 
 FMT = "anthropic"
@@ -229,7 +229,8 @@ def _with_inputs(native: dict, calls: Any) -> dict:
     new_content: list | None = None
     for j, call in zip(uses, calls, strict=False):
         args = (call.get("function") or {}).get("arguments")
-        if isinstance(args, str) and (is_input_placeholder(args) or cleared_input(content[j].get("input"))):
+        if isinstance(args, str) and (is_input_placeholder(args) or cleared_input(content[j].get("input"))
+                                      or is_truncated_input(args) or is_truncated_input(content[j].get("input"))):
             if new_content is None:
                 new_content = list(content)
             new_content[j] = {**content[j], "input": jload(args)}

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from ..model.conversation import META_KEY, Problem, check_messages_shape, check_owned_keys
-from ..model.placeholders import is_input_placeholder
+from ..model.placeholders import is_input_placeholder, is_truncated_input
 from .base import DUMP_KEY, MSG_KEY, Codec, fail, jdump, jload, type_name
 
 FMT = "responses"
@@ -275,7 +275,8 @@ def message_items(m: dict) -> list[dict]:
         for j, it in enumerate(items):
             if item_type(it) == "function_call" and it.get("call_id") in by_id:
                 args = by_id[it["call_id"]]
-                if is_input_placeholder(args) or is_input_placeholder(it.get("arguments")):
+                if is_input_placeholder(args) or is_input_placeholder(it.get("arguments")) \
+                        or is_truncated_input(args) or is_truncated_input(it.get("arguments")):
                     items[j] = {**it, "arguments": args}
     return items
 

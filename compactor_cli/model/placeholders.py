@@ -155,3 +155,51 @@ def cleared_input(value: Any) -> bool:
     """A native call's input object that is a cleared input's placeholder, parsed."""
     return (isinstance(value, dict) and len(value) == 1 and isinstance(value.get("compacted"), str)
             and value["compacted"].startswith("[Arguments compacted, ID: "))
+
+
+#: What a cut argument value ends with (--truncate-inputs): how much was cut and the store key
+#: of the call's whole arguments.
+_CUT_MARK = "; the arguments are stored by xcompact, ID: "
+
+
+def truncated_arguments(arguments: str, limit: int, key: str) -> str | None:
+    """A call's arguments with every string value over ``limit`` characters cut to its first
+    ``limit``, followed by a marker naming ``key`` (still JSON, so the call stays valid and legible);
+    arguments that are not JSON are cut as text. None when nothing is cut or nothing is saved."""
+    mark = f"…[{{}} more characters{_CUT_MARK}{key}]"
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        value = None
+    if isinstance(value, (dict, list)):
+        cut = [False]
+
+        def walk(v: Any) -> Any:
+            if isinstance(v, str) and len(v) > limit:
+                cut[0] = True
+                return v[:limit] + mark.format(len(v) - limit)
+            if isinstance(v, dict):
+                return {k: walk(x) for k, x in v.items()}
+            if isinstance(v, list):
+                return [walk(x) for x in v]
+            return v
+
+        new_value = walk(value)
+        if not cut[0]:
+            return None
+        out = json.dumps(new_value, ensure_ascii=False, separators=(",", ":"))
+    elif len(arguments) > limit:
+        out = arguments[:limit] + mark.format(len(arguments) - limit)
+    else:
+        return None
+    return out if len(out) < len(arguments) else None
+
+
+def is_truncated_input(arguments: Any, key: str | None = None) -> bool:
+    """``arguments`` (text, or a native input object) were cut by --truncate-inputs (naming ``key``)."""
+    if not isinstance(arguments, str):
+        try:
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        except (TypeError, ValueError):
+            return False
+    return (_CUT_MARK + (key + "]" if key is not None else "")) in arguments

@@ -107,13 +107,14 @@ async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None, cou
                                         keep_turns=keep_turns, clear_at_least=policy.clear_at_least,
                                         counter=counter, placeholder=policy.placeholder,
                                         clear_tool_inputs=policy.clear_tool_inputs,
-                                        max_result_tokens=policy.max_result_tokens, dedup_reads=policy.dedup_reads)
+                                        max_result_tokens=policy.max_result_tokens, dedup_reads=policy.dedup_reads,
+                                    truncate_inputs=policy.truncate_inputs)
         rounds = int((dump.get(COUNTER_KEY) or {}).get("toolcall_rounds") or 0) + 1
         if source == "observed" and attempt == 0:
             estimate = round(size * (1 - res.reclaimed_fraction))
         else:
             estimate, _ = measure(new, policy, memo, observed_ok=False)
-        if res.reclaimed_count:
+        if res.reclaimed_count or res.inputs_truncated:
             changed = True
         dump = _with_counters(new, original, toolcall_rounds=rounds)
         fields["rounds"].append({"tier": 1, "keep": keep, "reclaimed_count": res.reclaimed_count,
@@ -186,9 +187,10 @@ async def _fallback_ladder(dump: dict, original: dict, policy: Policy, opts: Sum
                                     key_offsets=head_tool_counts(dump), exclude_tools=policy.exclude_tools,
                                     counter=counter, placeholder=policy.placeholder,
                                     clear_tool_inputs=policy.clear_tool_inputs,
-                                    max_result_tokens=policy.max_result_tokens, dedup_reads=policy.dedup_reads)
+                                    max_result_tokens=policy.max_result_tokens, dedup_reads=policy.dedup_reads,
+                                    truncate_inputs=policy.truncate_inputs)
     estimate, _ = measure(new, policy, memo, observed_ok=False)
-    if res.reclaimed_count:
+    if res.reclaimed_count or res.inputs_truncated:
         dump = _with_counters(new, original, toolcall_rounds=toolcall_rounds + 1)
     rounds_done.append({"tier": 1, "keep": 0, "reclaimed_count": res.reclaimed_count, "estimate": estimate,
                         "fallback": "the summary failed: every tool output cleared"})

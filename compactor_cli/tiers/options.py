@@ -46,6 +46,7 @@ class Policy:
     placeholder: str | None = None  # a placeholder template of the user's own (model/placeholders.py)
     clear_tool_inputs: bool = False
     max_result_tokens: int | None = None  # any result over it (the kept ones too) cut to a preview
+    truncate_inputs: int | None = None  # older calls' argument values cut to this many characters
     dedup_reads: bool = False  # a read that a later identical read repeats becomes a reference to it
     keep_task: bool = True  # tier 2's (SummarizeOptions)
     evidence: bool = True

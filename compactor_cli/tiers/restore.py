@@ -25,6 +25,7 @@ from ..model.conversation import (
     TEMPLATED_FIELD,
     TEMPLATES_FIELD,
 )
+from ..model.placeholders import is_truncated_input
 from .store import (
     answered_calls,
     input_placeholder,
@@ -192,7 +193,8 @@ def _restore_tool_inputs(dump: dict) -> dict:
         msg = new_messages[mi]
         call = msg["tool_calls"][ci]
         fn = call.get("function")
-        if isinstance(fn, dict) and fn.get("arguments") == input_placeholder(key):
+        if isinstance(fn, dict) and (fn.get("arguments") == input_placeholder(key)
+                                     or is_truncated_input(fn.get("arguments"), key)):
             new_calls = list(msg["tool_calls"])
             new_calls[ci] = {**call, "function": {**fn, "arguments": remaining.pop(key)}}
             new_messages[mi] = {**msg, "tool_calls": new_calls}

@@ -90,6 +90,7 @@ class ToolCallCompactResult:
     inputs_cleared: int = 0  # with clear_tool_inputs: calls whose arguments became a placeholder
     kept_cheaper: int = 0  # old results left as they were: their placeholder costs as many tokens
     capped_count: int = 0  # with max_result_tokens: results kept but cut to a preview (counted in reclaimed_count)
+    inputs_truncated: int = 0  # with truncate_inputs: older calls whose long arguments were cut
     deduped_reads: int = 0  # with dedup_reads: earlier reads a later one repeats (counted in reclaimed_count)
 
 
@@ -209,7 +210,8 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
                          counter: Any = None, placeholder: str | None = None,
                          clear_tool_inputs: bool = False,
                          max_result_tokens: int | None = None,
-                         dedup_reads: bool = False) -> tuple[Any, ToolCallCompactResult]:
+                         dedup_reads: bool = False,
+                         truncate_inputs: int | None = None) -> tuple[Any, ToolCallCompactResult]:
     """Replace tool results older than the most recent ``keep`` by placeholders.
 
     The controls of Anthropic's context editing (``clear_tool_uses``): results of the tools in
@@ -223,6 +225,9 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
     a head and tail preview (``{preview}``), its original stored as every other. ``dedup_reads``:
     a read that a later read of the same file, range and content repeats (reads.py) becomes a
     placeholder naming the later one, wherever it is (the later read stays as it is).
+    ``truncate_inputs``: the arguments of the calls whose results are old (cleared or not) have
+    every string value over that many characters cut, the whole arguments stored
+    (``xcompact.tool_inputs``, as ``clear_tool_inputs`` stores them).
 
     ``dump`` is a dumps() dict, or a bare list of messages: then the result is a list again
     when nothing had to be stored (``keep_originals=False`` or nothing compacted), otherwise a
@@ -239,7 +244,8 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
                                            exclude_tools=exclude_tools, keep_turns=keep_turns,
                                            clear_at_least=clear_at_least, counter=counter,
                                            placeholder=placeholder, clear_tool_inputs=clear_tool_inputs,
-                                           max_result_tokens=max_result_tokens, dedup_reads=dedup_reads)
+                                           max_result_tokens=max_result_tokens, dedup_reads=dedup_reads,
+                                           truncate_inputs=truncate_inputs)
         return (new["messages"] if list(new) == ["messages"] else new), result
     if keep < 0:
         raise ValueError("keep must be >= 0")
@@ -284,12 +290,13 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
         targets.extend(deduped.values())
     if max_result_tokens is not None or deduped:
         targets.sort(key=lambda t: t[0])
-    if not targets:
+    if not targets and truncate_inputs is None:
         return dump, result
     templated = templated_results(dump)  # (ID, occurrence) -> the template of one's own it was cleared with
     templated_before = dict(templated)
-    calls = answered_calls(messages) if clear_tool_inputs or any(t is not None and "tool" in t.fields
-                                                                 for _, t, _ in targets) else {}
+    needs_calls = clear_tool_inputs or truncate_inputs is not None
+    calls = answered_calls(messages) if needs_calls or any(t is not None and "tool" in t.fields
+                                                           for _, t, _ in targets) else {}
     new_messages = list(messages)
     originals = dict(dump.get(ORIGINALS_KEY) or {})
     inputs: dict[str, Any] = {}
@@ -367,6 +374,10 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
                     freed += counter.text(original_args) - counter.text(marker)
                 result.inputs_cleared += 1
         result.compacted_indices.append(i)
+    if truncate_inputs is not None and old:
+        aliases = keys.aliases if keys is not None else read_aliases(dump)  # the keys restore will read
+        saved += _truncate_old_inputs(new_messages, old, calls, truncate_inputs, stored_inputs, inputs,
+                                      keep_originals, occurrence, aliases, result)
     result.reclaimed_count = len(result.compacted_indices)
     if clear_at_least is not None:
         result.freed_tokens = freed
@@ -375,13 +386,13 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
             result.reclaimed_count = result.inputs_cleared = 0
             result.compacted_indices = []
             return dump, result
-    if not result.reclaimed_count:
+    if not result.reclaimed_count and not result.inputs_truncated:
         return dump, result
     result.length_after = before - saved
     result.reclaimed_fraction = saved / before if before else 0.0
     new_dump = dict(dump)
     new_dump["messages"] = new_messages
-    if keep_originals:
+    if keep_originals and (originals or ORIGINALS_KEY in dump):  # only inputs cut: no empty store added
         if ORIGINALS_KEY in dump and not dump[ORIGINALS_KEY] and originals:
             new_dump[META_KEY] = {**(dump.get(META_KEY) or {}), EMPTY_STORE_FIELD: True}  # restore gives {} back
         new_dump[ORIGINALS_KEY] = originals
@@ -428,6 +439,46 @@ def call_name(call: Any) -> str | None:
 
 def _call_name(messages: list[dict], at: tuple[int, int]) -> str | None:
     return call_name(messages[at[0]]["tool_calls"][at[1]])
+
+
+def _truncate_old_inputs(messages: list[dict], old: list[int], calls: dict[int, tuple[int, int]], limit: int,
+                         stored_inputs: dict, inputs: dict[str, Any], keep_originals: bool,
+                         occurrence: dict[int, int], aliases: dict[tuple[str, int], str | None],
+                         result: ToolCallCompactResult) -> int:
+    """Cut the long arguments of the calls the ``old`` results answer (in ``messages``, copying
+    what it changes), storing the originals in ``inputs``; the characters saved."""
+    from ..model.placeholders import is_truncated_input, truncated_arguments
+
+    saved = 0
+    for i in old:
+        cid = messages[i].get("tool_call_id")
+        if i not in calls or not isinstance(cid, str):
+            continue
+        k = occurrence.get(i, 1)
+        key = aliases.get((cid, k), originals_key(cid, k))
+        if key is None:
+            continue
+        mi, ci = calls[i]
+        msg = messages[mi]
+        call = msg["tool_calls"][ci]
+        fn = call.get("function") if isinstance(call, dict) else None
+        if key in stored_inputs or key in inputs or call.get("type", "function") != "function" \
+                or not isinstance(fn, dict) or not isinstance(fn.get("arguments"), str):
+            continue  # a key in use is never reused; only a function call's arguments text is cut
+        args = fn["arguments"]
+        if is_input_placeholder(args) or is_truncated_input(args):
+            continue
+        cut = truncated_arguments(args, limit, key)
+        if cut is None:
+            continue
+        new_calls = list(msg["tool_calls"])
+        new_calls[ci] = {**call, "function": {**fn, "arguments": cut}}
+        messages[mi] = {**msg, "tool_calls": new_calls}
+        if keep_originals:
+            inputs[key] = args
+        saved += len(args) - len(cut)
+        result.inputs_truncated += 1
+    return saved
 
 
 def _clear_input(messages: list[dict], at: tuple[int, int], key: str) -> tuple[str, str] | None:

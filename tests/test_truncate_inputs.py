@@ -1,0 +1,113 @@
+"""--truncate-inputs CHARS (issue 30): the long arguments of older calls (a Write's file, an
+Edit's strings) are cut to CHARS characters per value, so the call stays legible and valid
+JSON, with the whole arguments stored; restore gives them back exactly; a native format's
+calls are written cut and read back cut."""
+
+from __future__ import annotations
+
+import json
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import conversations
+
+from compactor_cli import reclaim_tool_results, restore_conversation
+from compactor_cli.batch import process_lines
+from compactor_cli.cli import cli
+from compactor_cli.model.placeholders import is_truncated_input, truncated_arguments
+
+FILE = "x = 1  # a line of the file being written\n" * 80
+
+
+def _call(cid: str, name: str, args: dict) -> dict:
+    return {"role": "assistant", "content": None,
+            "tool_calls": [{"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]}
+
+
+def _writes() -> list[dict]:
+    return [{"role": "user", "content": "write the modules"},
+            _call("w1", "Write", {"file_path": "/r/a.py", "content": FILE}),
+            {"role": "tool", "tool_call_id": "w1", "content": "File created successfully at: /r/a.py"},
+            _call("w2", "Write", {"file_path": "/r/b.py", "content": FILE}),
+            {"role": "tool", "tool_call_id": "w2", "content": "File created successfully at: /r/b.py"},
+            {"role": "assistant", "content": "both written"}]
+
+
+def test_an_older_calls_long_values_are_cut_legibly_and_restored_exactly():
+    messages = _writes()
+    new, res = reclaim_tool_results(messages, keep=1, truncate_inputs=60)
+    assert res.inputs_truncated == 1 and res.reclaimed_count == 0  # the short result itself stays
+    args = json.loads(new["messages"][1]["tool_calls"][0]["function"]["arguments"])  # still JSON
+    assert args["file_path"] == "/r/a.py"  # short values as they were
+    assert args["content"].startswith(FILE[:60]) and "the arguments are stored by xcompact, ID: w1]" in args["content"]
+    assert new["messages"][3] == messages[3]  # the recent call is whole
+    restored, _ = restore_conversation(new)
+    assert restored == {"messages": messages}
+    again, res2 = reclaim_tool_results(new, keep=1, truncate_inputs=60)
+    assert again == new and res2.inputs_truncated == 0
+
+
+def test_truncated_arguments_cuts_only_what_saves_something():
+    assert truncated_arguments('{"a": "short"}', 60, "k") is None
+    cut = truncated_arguments("not json " * 20, 10, "k")
+    assert cut is not None and cut.startswith("not json n") and is_truncated_input(cut, "k")
+    assert truncated_arguments('{"a": "' + "z" * 70 + '"}', 60, "k") is None  # the marker costs more
+
+
+@settings(deadline=None)
+@given(conversations(), st.integers(0, 4), st.integers(1, 80), st.booleans(), st.booleans())
+def test_every_combination_restores_exactly(dump, keep, limit, clear_inputs, keep_originals):
+    before = orjson.dumps(dump)
+    new, _ = reclaim_tool_results(dump, keep=keep, truncate_inputs=limit, clear_tool_inputs=clear_inputs,
+                                    keep_originals=keep_originals)
+    assert orjson.dumps(dump) == before
+    if keep_originals:
+        restored, _ = restore_conversation(new)
+        assert restored == dump
+    _, res2 = reclaim_tool_results(new, keep=keep, truncate_inputs=limit, clear_tool_inputs=clear_inputs,
+                                       keep_originals=keep_originals)
+    assert res2.inputs_truncated == 0
+
+
+def test_cli_batch_function_and_report_agree(runner, tmp_path):
+    src = tmp_path / "in.jsonl"
+    line = orjson.dumps({"messages": _writes()}) + b"\n"
+    src.write_bytes(line)
+    out, report = tmp_path / "out.jsonl", tmp_path / "r.json"
+    args = ["--keep", "1", "--truncate-inputs", "60", "--dedup-reads", "--preview", "2,2"]
+    res = runner.invoke(cli, ["toolcall", str(src), *args, "-o", str(out), "--report", str(report), "-q"])
+    assert res.exit_code == 0, res.stderr
+    doc = orjson.loads(report.read_bytes())
+    assert doc["parameters"]["truncate_inputs"] == 60 and doc["items"][0]["inputs_truncated"] == 1
+    assert doc["items"][0]["status"] == "RECLAIMED"
+    batch = process_lines([line], "toolcall", keep=1, truncate_inputs=60, dedup_reads=True, preview="2,2")
+    assert b"".join(batch.lines) == out.read_bytes()
+    back = tmp_path / "back.jsonl"
+    assert runner.invoke(cli, ["restore", str(out), "-o", str(back), "-q"]).exit_code == 0
+    assert back.read_bytes() == line
+
+
+def test_an_anthropic_request_is_written_cut_and_restored_byte_for_byte(runner, tmp_path):
+    big = {"path": "/r/a.py", "content": FILE}
+    request = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": [
+        {"role": "user", "content": "write it twice"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "write", "input": big}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok, written"}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_2", "name": "write", "input": big}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_2", "content": "ok, written"}]},
+        {"role": "assistant", "content": "done"}]}
+    src = tmp_path / "request.json"
+    src.write_text(json.dumps(request))
+    out = tmp_path / "out.json"
+    res = runner.invoke(cli, ["toolcall", str(src), "--from", "anthropic", "--keep", "1", "--truncate-inputs", "50",
+                              "-o", str(out), "-q"])
+    assert res.exit_code == 0, res.stderr
+    written = orjson.loads(out.read_bytes())
+    first, second = written["messages"][1]["content"][0]["input"], written["messages"][3]["content"][0]["input"]
+    assert first["path"] == "/r/a.py" and is_truncated_input(first["content"]) and len(first["content"]) < 200
+    assert second == big
+    back = tmp_path / "back.json"
+    res = runner.invoke(cli, ["restore", str(out), "-o", str(back), "-q"])
+    assert res.exit_code == 0, res.stderr
+    assert orjson.loads(back.read_bytes()) == request
