@@ -15,9 +15,12 @@ from pathlib import Path
 
 import click
 
-from compactor_cli.cli import cli
-
 ROOT = Path(__file__).resolve().parent.parent
+try:
+    from compactor_cli.cli import cli
+except ModuleNotFoundError:  # a checkout without the package installed
+    sys.path.insert(0, str(ROOT))
+    from compactor_cli.cli import cli
 TARGET = ROOT / "docs" / "cli.md"
 WIDTH = 100
 
