@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from compactor_cli import reclaim_tool_results, restore_conversation
 from compactor_cli.model.conversation import PLACEHOLDER_TEMPLATE
 from compactor_cli.model.tokens import counter_for
-from compactor_cli.tiers.toolcall import PREVIEW_LINE_CHARS, result_preview
+from compactor_cli.tiers.preview import PREVIEW_LINE_CHARS, result_preview
 
 
 def test_the_outcome_lines_go_in_first_when_head_and_tail_do_not_fit():
