@@ -1,10 +1,15 @@
-"""Fixtures every test gets (an offline environment) or asks for (``runner``); shared helpers
-are in helpers.py."""
+"""Fixtures every test gets (an offline environment) or asks for (``runner``, ``dataset``); shared
+helpers are in helpers.py and the other helper modules (never in a test module: no test module
+imports another)."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
+from helpers import ROOT
 
 
 @pytest.fixture(autouse=True)
@@ -22,3 +27,15 @@ def _offline_env(monkeypatch, tmp_path_factory):
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
+
+
+@pytest.fixture(scope="session")
+def dataset(tmp_path_factory) -> Path:
+    """6 MB of generated agent conversations (bench/generate.py), read-only: over the 4 MiB below
+    which xcompact stays in one process, and long enough a run to be killed part way."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from generate import generate
+
+    path = tmp_path_factory.mktemp("data") / "agents.jsonl"
+    generate(str(path), 6)
+    return path

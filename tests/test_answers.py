@@ -7,7 +7,6 @@ against a real HTTP server on 127.0.0.1; the openai client is never patched."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 
 import orjson
@@ -16,7 +15,7 @@ from chat_server import ChatServer, Replay, Reply, json_summary, markdown_only, 
 from helpers import FIXTURES, long_conv, read_jsonl
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_openai_backend import SECRET, run, write_convs
+from openai_runs import SECRET, run, summarize_once, write_convs
 
 from compactor_cli.backends import SummaryRequest
 from compactor_cli.backends.dialects import SUMMARY_SCHEMA
@@ -247,15 +246,6 @@ def _backend(server, **kw) -> OpenAIBackend:
     return OpenAIBackend(OpenAIOptions(model="m", base_url=server.base_url, retries=0, **kw), TokenCounter().text)
 
 
-def _summarize(backend: OpenAIBackend, request: SummaryRequest):
-    async def go():
-        try:
-            return await backend.summarize(request)
-        finally:
-            await backend.aclose()
-    return asyncio.run(go())
-
-
 def test_a_repair_turn_asks_for_exactly_the_missing_sections_in_the_same_chat(runner, tmp_path):
     first = summary_text().split("\n\n## open_questions")[0]  # lacks open_questions and tone_context
     fix = "## Open Questions\nwhich seat?\n\n## Tone Context\nfriendly"
@@ -276,8 +266,8 @@ def test_a_repair_turn_asks_for_exactly_the_missing_sections_in_the_same_chat(ru
     assert "## overview\noverview of the planted facts" in summary  # the sections already written stay
     # the backend says so (the report item records it once tier2.py passes Answer.repaired on)
     with ChatServer(lambda req: replies[len(req["messages"])]) as server:
-        got = _summarize(_backend(server, structured="markdown"),
-                         SummaryRequest(read_jsonl(src)[0]["messages"][1:20], "", 1024))
+        got = summarize_once(_backend(server, structured="markdown"),
+                             SummaryRequest(read_jsonl(src)[0]["messages"][1:20], "", 1024))
     assert got.repaired and got.calls == 2 and got.structured == "markdown"
 
 
@@ -310,7 +300,7 @@ def test_a_loop_broken_by_the_penalty_needs_no_repair_turn():
 
     head = [{"role": "user", "content": f"step {i} " + "words " * 40} for i in range(6)]
     with ChatServer(respond) as server:
-        got = _summarize(_backend(server, structured="markdown"), SummaryRequest(head, "", 600))
+        got = summarize_once(_backend(server, structured="markdown"), SummaryRequest(head, "", 600))
     assert got.calls == 2 and not got.repaired and "overview of the reservation" in got.text
 
 
@@ -327,8 +317,8 @@ def test_a_server_that_refuses_frequency_penalty_is_asked_without_it_for_the_res
     head = [{"role": "user", "content": f"step {i} " + "words " * 40} for i in range(6)]
     with ChatServer(respond) as server:
         backend = _backend(server, structured="markdown")
-        got = _summarize(backend, SummaryRequest(head, "", 600))
-        again = _summarize(backend, SummaryRequest(head, "", 600))
+        got = summarize_once(backend, SummaryRequest(head, "", 600))
+        again = summarize_once(backend, SummaryRequest(head, "", 600))
         bodies = server.requests
     assert got.repaired and "tone_context of a shorter summary" in got.text and again.repaired
     # first run: the answer, the refused re-ask and the same request without the penalty, the
@@ -366,8 +356,8 @@ def test_the_repair_turn_leaves_the_transcript_out_when_the_chat_would_not_fit()
     first = summary_text(filler_words=150).split("\n\n## tone_context")[0]
     replies = {2: Reply(content=first), 4: Reply(content="## Tone Context\nterse")}
     with ChatServer(lambda req: replies[len(req["messages"])]) as server:
-        got = _summarize(_backend(server, structured="markdown", summary_input_tokens=1500),
-                         SummaryRequest(head, "", 400))
+        got = summarize_once(_backend(server, structured="markdown", summary_input_tokens=1500),
+                             SummaryRequest(head, "", 400))
         first_req, repair_req = server.requests
     assert got.repaired and "## tone_context\nterse" in got.text
     assert "<transcript>" in first_req["messages"][1]["content"]

@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 from helpers import FIXTURES, long_conv, tool_conv
-from test_formats_native import ANTHROPIC, RESPONSES
+from native_dumps import ANTHROPIC, RESPONSES
 
 from compactor_cli.engine.apiready import API_KEYS
 

@@ -9,8 +9,8 @@ import re
 
 import orjson
 import pytest
+from engine_cases import hostile_lines
 from helpers import ROOT
-from test_batch import hostile_lines
 
 from compactor_cli.cli import cli
 

@@ -16,7 +16,8 @@ ray = pytest.importorskip("ray")
 pafs = pytest.importorskip("pyarrow.fs")
 pytest.importorskip("moto")
 
-from test_ray import BLOCK, TwoNodeCluster, cli_dir_run, ray_env, two_inputs  # noqa: E402
+from engine_cases import BLOCK, cli_dir_run, two_inputs  # noqa: E402
+from ray_cluster import TwoNodeCluster, ray_env  # noqa: E402
 
 from compactor_cli import ray as xray  # noqa: E402
 from compactor_cli.batch import configure  # noqa: E402

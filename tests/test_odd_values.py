@@ -15,7 +15,7 @@ import pytest
 from helpers import FIXTURES, tool_conv
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_formats_native import ANTHROPIC, RESPONSES
+from native_dumps import ANTHROPIC, RESPONSES
 
 from compactor_cli.cli import cli
 

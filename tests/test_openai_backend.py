@@ -13,6 +13,7 @@ import orjson
 import pytest
 from chat_server import ChatServer, Endpoint, Reply, summary_text
 from helpers import long_conv, read_jsonl
+from openai_runs import SECRET, run, write_convs
 
 from compactor_cli.backends import SummaryRequest
 from compactor_cli.backends.extractive import ExtractiveBackend
@@ -21,32 +22,7 @@ from compactor_cli.cli import cli
 from compactor_cli.model.tokens import TokenCounter
 from compactor_cli.tiers.cut import compaction_note
 
-SECRET = "sk-test-SECRET-0123456789abcdef"
 NOTE_TOKENS = TokenCounter().text(compaction_note(12, 6, 1)) + 2  # what the driver keeps free for the note
-
-
-def write_convs(tmp_path, n=1, rounds=20, name="in.jsonl"):
-    path = tmp_path / name
-    convs = []
-    for i in range(n):
-        c = long_conv(rounds=rounds)
-        c["messages"][1]["content"] += f" (conversation {i})"
-        c["messages"][6]["content"] += f" (conversation {i})"  # the summarised head differs too (the task is kept)
-        convs.append(c)
-    path.write_bytes(b"".join(orjson.dumps(c) + b"\n" for c in convs))
-    return path, convs
-
-
-def run(runner, server, src, tmp_path, *extra, env=None):
-    out = tmp_path / "out.jsonl"
-    report = tmp_path / "report.json"
-    args = ["summarize", "--backend", "openai", "--base-url", server.base_url, "--model", "test-model",
-            "--keep-recent", "6", str(src), "-o", str(out), "--report", str(report), *extra]
-    if "--cache-dir" not in extra:
-        args.append("--no-cache")
-    res = runner.invoke(cli, args, env=env or {})
-    doc = orjson.loads(report.read_bytes()) if report.exists() else None
-    return res, out, doc
 
 
 def test_normal_answer_is_committed_and_sent_as_quoted_data(runner, tmp_path):

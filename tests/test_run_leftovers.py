@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 from helpers import FIXTURES, journals_dir, tool_conv, wait_for_checkpoint
-from test_resume_integrity import ARGS, _killed_run, _tamper, dataset  # noqa: F401  (a fixture)
+from killed_runs import ARGS, killed_run_in_dirs, tamper
 
 AIRLINE = FIXTURES / "taubench_airline_5.jsonl"
 
@@ -88,8 +88,8 @@ def test_finished_runs_leave_no_journal_and_the_cache_does_not_grow(tmp_path):
 
 def test_a_damaged_journal_s_partials_are_removed(dataset, tmp_path):
     """After a garbage journal the killed run's partials stayed beside the output and report."""
-    src, out_dir, rep_dir, args = _killed_run(dataset, tmp_path)
-    _tamper("journal-garbage", src, out_dir, rep_dir)
+    src, out_dir, rep_dir, args = killed_run_in_dirs(dataset, tmp_path)
+    tamper("journal-garbage", src, out_dir, rep_dir)
     done = xcompact(*args, "--resume")
     assert done.returncode == 0, done.stderr
     assert os.listdir(out_dir) == ["out.jsonl"]
@@ -97,7 +97,7 @@ def test_a_damaged_journal_s_partials_are_removed(dataset, tmp_path):
 
 
 def test_a_fresh_run_after_a_killed_one_removes_its_partials(dataset, tmp_path):
-    src, out_dir, rep_dir, args = _killed_run(dataset, tmp_path)
+    src, out_dir, rep_dir, args = killed_run_in_dirs(dataset, tmp_path)
     done = xcompact(*args)  # without --resume: starts afresh
     assert done.returncode == 0, done.stderr
     assert os.listdir(out_dir) == ["out.jsonl"]
@@ -153,7 +153,7 @@ def test_a_run_refused_by_the_output_lock_does_not_finish_the_journal(dataset, t
 
 
 def test_a_fifo_planted_at_the_partial_path_does_not_hang_resume(dataset, tmp_path):
-    src, out_dir, rep_dir, args = _killed_run(dataset, tmp_path)
+    src, out_dir, rep_dir, args = killed_run_in_dirs(dataset, tmp_path)
     part = next(p for p in out_dir.iterdir() if p.name.endswith(".partial"))
     part.unlink()
     os.mkfifo(part)

@@ -8,7 +8,7 @@ import orjson
 from chat_server import ChatServer, Reply
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_answers import _summarize
+from openai_runs import summarize_once
 
 from compactor_cli.backends import SummaryRequest
 from compactor_cli.backends.dialects import MAX_FIELD_CHARS, MIN_FIELD_CHARS, field_chars
@@ -85,7 +85,7 @@ def test_a_loop_that_survives_the_penalty_is_trimmed_and_only_the_missing_fields
         return Reply(content=orjson.dumps({s: f"{s} from the repair" for s in asked}).decode())
 
     with ChatServer(respond) as server:
-        got = _summarize(_backend(server), SummaryRequest(HEAD, "", 600))
+        got = summarize_once(_backend(server), SummaryRequest(HEAD, "", 600))
         first, again, repair = server.requests
     assert got.calls == 3 and got.repaired
     assert again["frequency_penalty"] == ANTI_LOOP_PENALTY
@@ -114,7 +114,7 @@ def test_a_repair_that_loops_too_is_salvaged_and_asked_again_until_no_field_is_a
 
     with ChatServer(respond) as server:
         try:
-            _summarize(_backend(server), SummaryRequest(HEAD, "", 600))
+            summarize_once(_backend(server), SummaryRequest(HEAD, "", 600))
         except BackendError as exc:
             error = str(exc)
         else:
@@ -138,7 +138,7 @@ def test_json_object_requests_bound_every_field_and_json_schema_requests_do_not(
         with ChatServer(lambda req: Reply(content=orjson.dumps(dict.fromkeys(SECTIONS, "short.")).decode())) as server:
             backend = OpenAIBackend(OpenAIOptions(model="m", base_url=server.base_url, retries=0, structured=mode),
                                     TokenCounter().text)
-            _summarize(backend, SummaryRequest(HEAD, "", 600))
+            summarize_once(backend, SummaryRequest(HEAD, "", 600))
             requests[mode] = server.requests[0]
     req = requests["json_object"]
     caps = {p.get("maxLength") for p in req["response_format"]["schema"]["properties"].values()}

@@ -11,19 +11,9 @@ from pathlib import Path
 
 import orjson
 import pytest
-from helpers import FIXTURES, ROOT, wait_for_checkpoint
+from helpers import FIXTURES, wait_for_checkpoint
 
 from compactor_cli.cli import cli
-
-sys.path.insert(0, str(ROOT / "bench"))
-from generate import generate  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("data") / "agents.jsonl"
-    generate(str(path), 6)  # over the 4 MiB below which xcompact stays in one process
-    return path
 
 
 def xcompact(*args: str, **kw) -> subprocess.CompletedProcess:

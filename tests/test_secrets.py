@@ -9,7 +9,7 @@ from pathlib import Path
 import openai
 import orjson
 from chat_server import ChatServer, Endpoint, Reply, summary_text
-from test_openai_backend import SECRET, run, write_convs
+from openai_runs import SECRET, run, write_convs
 
 from compactor_cli.backends.openai_backend import ECHOED_SECRET, OpenAIBackend, OpenAIOptions
 from compactor_cli.model.secrets import collect_secrets, contains_secret, mask_credentials, mask_secrets, redact_url

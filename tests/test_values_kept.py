@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from test_formats_native import RESPONSES
+from native_dumps import RESPONSES
 
 
 def xcompact(*args: str, **kw) -> subprocess.CompletedProcess:
