@@ -1,15 +1,32 @@
-"""Fixtures every test gets (an offline environment) or asks for (``runner``, ``dataset``); shared
-helpers are in helpers.py and the other helper modules (never in a test module: no test module
-imports another)."""
+"""Fixtures every test gets (an offline environment) or asks for (``runner``, ``dataset``), and
+the Hypothesis profiles; shared helpers are in helpers.py and the other helper modules (never in a
+test module: no test module imports another).
+
+Hypothesis profiles, chosen by $HYPOTHESIS_PROFILE: ``dev`` (the default: few examples, for the
+fast lane a developer runs before each commit) and ``ci`` (.ci/run exports it: more examples). A
+test keeps a count of its own only where one example is expensive, and says so."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from helpers import ROOT
+from hypothesis import HealthCheck, settings
+
+# no deadline in either: the machine's other users make one example's time meaningless
+settings.register_profile("dev", max_examples=40, deadline=None)
+settings.register_profile("ci", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+                          print_blob=True)
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or "dev"
+settings.load_profile(PROFILE)
+
+
+def pytest_report_header(config) -> str:
+    return f"hypothesis profile {PROFILE!r} ($HYPOTHESIS_PROFILE: dev or ci)"
 
 
 @pytest.fixture(autouse=True)

@@ -159,7 +159,7 @@ _LINES = st.sampled_from(["## Overview", "### key facts", "**Decisions**", "1. O
                           "- item", "# comment", "text with words", "", "<think>", "{\"a\": 1}", "## Notes"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(st.dictionaries(st.sampled_from(SECTIONS), st.lists(_LINES, max_size=6).map("\n".join)))
 def test_the_canonical_summary_reads_back_as_itself(bodies):
     text = render_sections(bodies)

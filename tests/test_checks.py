@@ -115,14 +115,14 @@ def mutated_messages(draw):
     return msgs
 
 
-@settings(max_examples=400, deadline=None)
+@settings(deadline=None)
 @given(mutated_messages())
 def test_hand_checks_agree_with_the_schema(messages):
     dump = {"messages": messages}
     assert bool(fatal(dump)) == bool(schema_problems(dump))
 
 
-@settings(max_examples=50, deadline=None)
+@settings(deadline=None)
 @given(conversations())
 def test_generated_conversations_are_valid_for_both(dump):
     assert fatal(dump) == [] and schema_problems(dump) == []

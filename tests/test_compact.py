@@ -117,7 +117,7 @@ def test_message_threshold():
     assert fields["threshold_unit"] == "messages"
 
 
-@settings(max_examples=60, deadline=None)
+@settings(deadline=None)
 @given(conversations(max_turns=30), st.integers(20, 800), st.integers(0, 6), st.integers(0, 8), st.booleans())
 def test_restore_after_compact_gives_back_the_input(dump, threshold, keep, keep_recent, keep_originals):
     new, status, fields = compact(dump, token_threshold=threshold, keep=keep, keep_recent=keep_recent,

@@ -191,7 +191,7 @@ def test_a_corrupt_file_is_one_error_line_and_the_batch_goes_on(tmp_path):
     assert decompress(out / "a_good.jsonl.zst") == (out / "d_good.jsonl").read_bytes()
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(conversations(), min_size=1, max_size=4), st.sampled_from(SUFFIXES), st.integers(0, 3))
 def test_property_compress_compact_decompress_is_the_plain_run(runner, tmp_path, convs, suffix, keep):
     """For every codec and any records: compress -> compact -> decompress equals the plain run's bytes."""

@@ -84,7 +84,7 @@ def test_decimals_a_double_holds_take_the_fast_path():
     assert lossless_problems(b'{"a": 0.30000000000000001}', parse_json(b'{"a": 0.30000000000000001}'))[0]
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.decimals(allow_nan=False, allow_infinity=False, places=None).map(str)
                 .filter(lambda t: "E" not in t or "e" not in t), min_size=1, max_size=6),
        st.sampled_from(["jsonl", "json"]))

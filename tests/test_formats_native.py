@@ -7,7 +7,6 @@ The tier-2 cut (``summarize.choose_cut_point``) asks ``formats.adjust_cut`` and
 from __future__ import annotations
 
 import copy
-import os
 
 import orjson
 import pytest
@@ -28,7 +27,7 @@ from compactor_cli.tiers.toolcall import reclaim_tool_results
 TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
 LONG = st.builds(lambda t, n: t + "z" * n, TEXT, st.integers(0, 500))
 SHORT = st.text(alphabet="abcdefghij_0123456789", min_size=1, max_size=6)
-SETTINGS = settings(max_examples=int(os.environ.get("XCOMPACT_FORMATS_EXAMPLES") or 60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _cut_before_formats(messages, keep_recent=16, keep_task=False):

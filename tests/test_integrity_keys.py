@@ -127,7 +127,7 @@ def test_keys_of_files_compacted_before_still_restore():
 
 # ---- the property: over adversarial IDs and stores, nothing is ever lost
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(adversarial_dumps(), st.integers(0, 4), st.integers(0, 4))
 def test_toolcall_over_adversarial_ids_loses_nothing_and_restores(dump, keep1, keep2):
     try:
@@ -152,7 +152,7 @@ STEP = st.one_of(
 )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(deadline=None)
 @given(adversarial_dumps(max_turns=12), st.lists(STEP, min_size=1, max_size=4))
 def test_mixed_rounds_over_adversarial_ids_restore_exactly(dump, steps):
     expected = restore_conversation(dump)[0]

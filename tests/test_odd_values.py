@@ -112,6 +112,7 @@ CliRunnerOnce = CliRunner()
 
 
 @pytest.mark.parametrize("fmt", list(BASES))
+# a fixed count, not the profile's: every example runs every command, for each format
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_an_arbitrary_value_in_any_field_fails_only_its_record(tmp_path, fmt, data):

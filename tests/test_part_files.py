@@ -40,7 +40,7 @@ def src(tmp_path):
     return path
 
 
-@settings(max_examples=60, deadline=None)
+@settings(deadline=None)
 @given(st.binary(max_size=300), st.binary(max_size=3000))
 def test_crc32_combine_is_zlibs(a, b):
     assert crc32_combine(zlib.crc32(a), zlib.crc32(b), len(b)) == zlib.crc32(a + b)

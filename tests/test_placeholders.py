@@ -158,7 +158,7 @@ TEMPLATES = st.sampled_from([None, "Old environment output: ({lines} lines omitt
                              "{id}{tool}{lines} x", "cleared {{braces}} {id} {tokens}"])
 
 
-@settings(max_examples=150, deadline=None)
+@settings(deadline=None)
 @given(conversations(), st.lists(st.integers(0, 120), min_size=1, max_size=4), st.integers(0, 3), TEMPLATES,
        TEMPLATES, st.booleans(), st.booleans())
 def test_every_template_and_cleared_input_restores_exactly(dump, lengths, keep, first, second, inputs, drop):

@@ -24,7 +24,7 @@ def pairing(dump):
     return [p for p in check_conversation(dump) if "answers no call" in p.message or "has no result" in p.message]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(conversations(), KEEP)
 def test_pairing_order_and_non_tool_messages_are_unchanged(dump, keep):
     new, _ = reclaim_tool_results(dump, keep=keep)
@@ -38,7 +38,7 @@ def test_pairing_order_and_non_tool_messages_are_unchanged(dump, keep):
     assert [k for k in new if k != "compacted_tool_results"] == list(dump)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(conversations(), KEEP)
 def test_idempotent(dump, keep):
     once, _ = reclaim_tool_results(dump, keep=keep)
@@ -46,7 +46,7 @@ def test_idempotent(dump, keep):
     assert twice == once and res.reclaimed_count == 0 and res.reclaimed_fraction == 0.0
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(conversations(), KEEP, KEEP)
 def test_restore_gives_back_the_input_even_after_two_runs(dump, keep1, keep2):
     once, _ = reclaim_tool_results(dump, keep=keep1)
@@ -57,7 +57,7 @@ def test_restore_gives_back_the_input_even_after_two_runs(dump, keep1, keep2):
     assert restore_conversation(again)[0] == dump
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(conversations(), KEEP)
 def test_reported_fraction_equals_the_recomputed_one(dump, keep):
     new, res = reclaim_tool_results(dump, keep=keep)
@@ -68,7 +68,7 @@ def test_reported_fraction_equals_the_recomputed_one(dump, keep):
     assert 0.0 <= res.reclaimed_fraction <= 1.0
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(conversations(), KEEP)
 def test_only_old_results_change_and_only_to_their_placeholder(dump, keep):
     new, res = reclaim_tool_results(dump, keep=keep)
@@ -112,7 +112,7 @@ SETTINGS = st.sampled_from([
 ])
 
 
-@settings(max_examples=150, deadline=None)
+@settings(deadline=None)
 @given(conversations(), SETTINGS, st.booleans())
 def test_every_command_restores_through_bytes_in_both_shapes(dump, run_settings, as_list):
     record = dump["messages"] if as_list else dump
@@ -123,7 +123,7 @@ def test_every_command_restores_through_bytes_in_both_shapes(dump, run_settings,
     assert orjson.loads(restored) == record
 
 
-@settings(max_examples=100, deadline=None)
+@settings(deadline=None)
 @given(adversarial_dumps(allow_compacted=False), SETTINGS, st.booleans())
 def test_adversarial_ids_and_stale_stores_restore_exactly_through_bytes(dump, run_settings, as_list):
     """IDs spelled like other results' keys ('a#2', '', '#'), reused IDs, stores holding stale

@@ -32,7 +32,7 @@ def looping_answer(kept: int = 2) -> str:
 
 # ---------------------------------------------------------------- reading a cut-off answer
 
-@settings(max_examples=500, deadline=None)
+@settings(deadline=None)
 @given(st.lists(st.text(max_size=40), min_size=8, max_size=8), st.integers(min_value=0, max_value=10_000))
 def test_any_cut_keeps_every_complete_field_exactly_and_a_prefix_of_the_cut_one(values, cut_at):
     original = dict(zip(SECTIONS, values, strict=True))

@@ -71,7 +71,7 @@ def test_no_system_message_and_an_empty_head():
     assert status is Status.NOTHING_TO_CONDENSE and new == {"messages": msgs[:3]}
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(conversations(), st.integers(0, 12))
 def test_cut_rules_hold_for_every_keep_recent(dump, keep):
     msgs = dump["messages"]
@@ -146,7 +146,7 @@ def test_summary_stays_within_small_budgets():
         assert status is Status.SUMMARIZED and fields["summary_tokens"] <= budget
 
 
-@settings(max_examples=60, deadline=None)
+@settings(deadline=None)
 @given(conversations(), st.integers(0, 8), st.sampled_from([64, 200, 1024]), st.booleans())
 def test_properties_pairing_restore_budget(dump, keep, budget, keep_originals):
     new, status, fields = summarize(dump, keep_recent=keep, max_summary_tokens=budget, keep_originals=keep_originals)

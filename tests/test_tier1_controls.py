@@ -143,7 +143,7 @@ def test_controls_refuse_what_cannot_work(runner, tmp_path, args, message):
     assert not (tmp_path / "o.jsonl").exists()
 
 
-@settings(max_examples=150, deadline=None)
+@settings(deadline=None)
 @given(conversations(), st.integers(0, 4), st.one_of(st.none(), st.integers(0, 3)),
        st.one_of(st.none(), st.integers(1, 60)), st.sets(st.text(min_size=1, max_size=3), max_size=3),
        st.booleans())
