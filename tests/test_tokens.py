@@ -33,7 +33,8 @@ def test_message_rule():
          "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "grep", "arguments": "{\"q\": 1}"}}]},
         {"role": "tool", "tool_call_id": "c1", "content": "found 3"},
     ]
-    expected = 3 + (3 + n("user") + 1 + n("ann") + n("Hi there")) \
+    # an image whose size cannot be read counts as a 1024x1024 one at high detail: 85 + 170 x 4 tiles
+    expected = 3 + (3 + n("user") + 1 + n("ann") + n("Hi there") + 765) \
         + (3 + n("assistant") + n("think") + 3 + n("grep") + n("{\"q\": 1}")) \
         + (3 + n("tool") + n("found 3"))
     assert c.conversation(messages) == expected

@@ -204,11 +204,16 @@ def _tier1_controls(command: str, values: dict[str, Any], explicit: set[str]) ->
         if given:
             raise UsageError(f"{' and '.join(given)} count{'s' if len(given) == 1 else ''} tokens: drop --no-tokens")
     names = (("exclude_tools", "keep_turns", "clear_at_least", "placeholder", "clear_tool_inputs", "preview",
-              "max_result_tokens", "dedup_reads", "truncate_inputs")
+              "max_result_tokens", "dedup_reads", "truncate_inputs", "images", "thinking")
              + (("trigger",) if command == "toolcall" else ()))
-    controls = {n: (list(v[n]) if n in ("exclude_tools", "preview") else v[n]) for n in names
+    controls = {n: (list(v[n]) if n in ("exclude_tools", "preview", "images", "thinking") else v[n]) for n in names
                 if v.get(n) not in (None, (), False)}
     return v, controls
+
+
+def _kept(value: tuple[str, int] | None) -> int | None:
+    """N of ``--images keep-last N`` / ``--thinking keep-last N``."""
+    return None if value is None else int(value[1])
 
 
 def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = (),
@@ -226,7 +231,8 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = (),
                             clear_at_least=v["clear_at_least"], trigger=v["trigger"],
                             placeholder=v["placeholder"], clear_tool_inputs=v["clear_tool_inputs"],
                             max_result_tokens=v["max_result_tokens"], dedup_reads=v["dedup_reads"],
-                            truncate_inputs=v["truncate_inputs"])
+                            truncate_inputs=v["truncate_inputs"], images_keep=_kept(v["images"]),
+                            thinking_keep=_kept(v["thinking"]))
         return Configured(command, settings, dict(keep=v["keep"], originals=v["originals"], strict=strict,
                                                   encoding=v["encoding"], tokens=tokens, dry_run=v["dry_run"],
                                                   **controls))
@@ -289,6 +295,7 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = (),
                         clear_at_least=v["clear_at_least"], placeholder=v["placeholder"],
                         clear_tool_inputs=v["clear_tool_inputs"], max_result_tokens=v["max_result_tokens"],
                         dedup_reads=v["dedup_reads"], truncate_inputs=v["truncate_inputs"],
+                        images_keep=_kept(v["images"]), thinking_keep=_kept(v["thinking"]),
                         keep_task=v["keep_task"], evidence=v["evidence"],
                         keep_user_tokens=v["keep_user_tokens"])
         params.update(controls)

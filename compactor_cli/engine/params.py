@@ -172,6 +172,16 @@ TIER1_CONTROLS: list[Slot] = [
                  metavar="CHARS",
                  help="Cut every argument value over CHARS characters of the calls whose results are old (cleared "
                       "or not), so the call stays legible; the whole arguments are stored, restored exactly."),
+    click.option("--images", "images", type=(click.Choice(["keep-last"]), click.IntRange(min=0, max=MAX_INT)),
+                 default=None, metavar="keep-last N",
+                 help="Keep the last N image parts (data-URL images, in any message); older ones become "
+                      "'[image: MIME, ~KB; …]' placeholders, the originals stored. Not in Anthropic or Responses "
+                      "records, which are written from their own blocks."),
+    click.option("--thinking", "thinking", type=(click.Choice(["keep-last"]), click.IntRange(min=0, max=MAX_INT)),
+                 default=None, metavar="keep-last N",
+                 help="Keep the reasoning of the last N assistant messages that have one (reasoning_content); "
+                      "older reasoning becomes a placeholder, the original stored. Signed or encrypted blocks of "
+                      "Anthropic and Responses records are never altered."),
     click.option("--dedup-reads", "dedup_reads", is_flag=True, default=False,
                  help="Replace a read of a file that a later read repeats (same path, same range, same content) "
                       "by a placeholder naming the later one, wherever it is; the original is stored as always."),

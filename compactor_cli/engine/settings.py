@@ -36,6 +36,8 @@ class Settings:
     clear_tool_inputs: bool = False
     max_result_tokens: int | None = None  # --max-result-tokens: any result over it cut to a preview
     truncate_inputs: int | None = None  # --truncate-inputs: older calls' long argument values cut to this
+    images_keep: int | None = None  # --images keep-last N
+    thinking_keep: int | None = None  # --thinking keep-last N
     dedup_reads: bool = False  # --dedup-reads: a read a later identical read repeats becomes a reference to it
     strategy: str | None = None  # compact --strategy MODULE:ATTR: a plug-in policy instead of the tiers
     trigger: int | None = None  # toolcall --trigger: tokens a conversation must exceed to be cleared

@@ -70,8 +70,10 @@ def op_toolcall(dump: dict, settings: Settings) -> Result:
                                     clear_tool_inputs=settings.clear_tool_inputs,
                                     max_result_tokens=settings.max_result_tokens,
                                     dedup_reads=settings.dedup_reads,
-                                    truncate_inputs=settings.truncate_inputs)
-    status = Status.RECLAIMED if res.reclaimed_count or res.inputs_truncated else Status.NOTHING_TO_CONDENSE
+                                    truncate_inputs=settings.truncate_inputs, images_keep=settings.images_keep,
+                                    thinking_keep=settings.thinking_keep)
+    changed = res.reclaimed_count or res.inputs_truncated or res.images_cleared or res.thinking_cleared
+    status = Status.RECLAIMED if changed else Status.NOTHING_TO_CONDENSE
     fields: dict[str, Any] = {"reclaimed_count": res.reclaimed_count, "reclaimed_fraction": res.reclaimed_fraction,
                               "skipped_no_id": res.skipped_no_id, "length_before": res.length_before,
                               "length_after": res.length_after}
@@ -85,6 +87,9 @@ def op_toolcall(dump: dict, settings: Settings) -> Result:
         fields["capped_count"] = res.capped_count  # kept results cut to a preview (--max-result-tokens)
     if res.inputs_truncated:
         fields["inputs_truncated"] = res.inputs_truncated  # older calls whose long arguments were cut
+    for name in ("images_cleared", "thinking_cleared", "media_left_native"):
+        if getattr(res, name):
+            fields[name] = getattr(res, name)
     if res.deduped_reads:
         fields["deduped_reads"] = res.deduped_reads  # earlier reads a later identical read repeats (--dedup-reads)
     if res.freed_tokens is not None:

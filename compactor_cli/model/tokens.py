@@ -1,10 +1,10 @@
 """Token counts the way OpenAI counts chat messages, exact and offline.
 
 Rule (after OpenAI's cookbook "How to count tokens with tiktoken"): every message costs 3 tokens
-plus the tokens of its role, its content text (string, or the ``text`` of text parts; images and
-other parts are not counted), ``name`` (+1), ``reasoning``/``reasoning_content``, and for each
-tool call the function name and the arguments string plus 3; a conversation adds 3 for the
-reply priming.
+plus the tokens of its role, its content text (string, or the ``text`` of text parts; image parts
+by their vendor's formula from their pixels, model/images.py; other parts are not counted),
+``name`` (+1), ``reasoning``/``reasoning_content``, and for each tool call the function name
+and the arguments string plus 3; a conversation adds 3 for the reply priming.
 
 Encodings (``--encoding``): ``cl100k_base`` (GPT-4, GPT-3.5), ``o200k_base`` (GPT-4o, GPT-4.1,
 GPT-5, the o-series), ``llama3`` (Llama 3) and ``qwen`` (Qwen2.5/Qwen3), all offline: the
@@ -26,6 +26,7 @@ from typing import Any
 
 from .conversation import call_parts
 from .encoders import encoder, quicktok_tokenizer
+from .images import IMAGE_PART_TYPES, image_tokens
 
 DEFAULT_ENCODING = "cl100k_base"
 AUTO = "auto"
@@ -143,8 +144,15 @@ class TokenCounter:
         if isinstance(content, str):
             return self.text(content)
         if isinstance(content, list):
-            return sum(self.text(p["text"]) for p in content
-                       if isinstance(p, dict) and isinstance(p.get("text"), str))
+            n = 0
+            for p in content:
+                if isinstance(p, dict):
+                    text = p.get("text")
+                    if isinstance(text, str):
+                        n += self.text(text)
+                    elif p.get("type") in IMAGE_PART_TYPES:  # billed by its pixels, not its base64
+                        n += image_tokens(p)
+            return n
         return 0
 
     def message_overhead(self, m: dict[str, Any]) -> int:

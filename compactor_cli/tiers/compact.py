@@ -108,13 +108,14 @@ async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None, cou
                                         counter=counter, placeholder=policy.placeholder,
                                         clear_tool_inputs=policy.clear_tool_inputs,
                                         max_result_tokens=policy.max_result_tokens, dedup_reads=policy.dedup_reads,
-                                    truncate_inputs=policy.truncate_inputs)
+                                        truncate_inputs=policy.truncate_inputs,
+                                        images_keep=policy.images_keep, thinking_keep=policy.thinking_keep)
         rounds = int((dump.get(COUNTER_KEY) or {}).get("toolcall_rounds") or 0) + 1
         if source == "observed" and attempt == 0:
             estimate = round(size * (1 - res.reclaimed_fraction))
         else:
             estimate, _ = measure(new, policy, memo, observed_ok=False)
-        if res.reclaimed_count or res.inputs_truncated:
+        if res.reclaimed_count or res.inputs_truncated or res.images_cleared or res.thinking_cleared:
             changed = True
         dump = _with_counters(new, original, toolcall_rounds=rounds)
         fields["rounds"].append({"tier": 1, "keep": keep, "reclaimed_count": res.reclaimed_count,
@@ -188,9 +189,10 @@ async def _fallback_ladder(dump: dict, original: dict, policy: Policy, opts: Sum
                                     counter=counter, placeholder=policy.placeholder,
                                     clear_tool_inputs=policy.clear_tool_inputs,
                                     max_result_tokens=policy.max_result_tokens, dedup_reads=policy.dedup_reads,
-                                    truncate_inputs=policy.truncate_inputs)
+                                    truncate_inputs=policy.truncate_inputs,
+                                    images_keep=policy.images_keep, thinking_keep=policy.thinking_keep)
     estimate, _ = measure(new, policy, memo, observed_ok=False)
-    if res.reclaimed_count or res.inputs_truncated:
+    if res.reclaimed_count or res.inputs_truncated or res.images_cleared or res.thinking_cleared:
         dump = _with_counters(new, original, toolcall_rounds=toolcall_rounds + 1)
     rounds_done.append({"tier": 1, "keep": 0, "reclaimed_count": res.reclaimed_count, "estimate": estimate,
                         "fallback": "the summary failed: every tool output cleared"})

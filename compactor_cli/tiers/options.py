@@ -47,6 +47,8 @@ class Policy:
     clear_tool_inputs: bool = False
     max_result_tokens: int | None = None  # any result over it (the kept ones too) cut to a preview
     truncate_inputs: int | None = None  # older calls' argument values cut to this many characters
+    images_keep: int | None = None  # only the last N image parts stay
+    thinking_keep: int | None = None  # only the last N assistant reasonings stay
     dedup_reads: bool = False  # a read that a later identical read repeats becomes a reference to it
     keep_task: bool = True  # tier 2's (SummarizeOptions)
     evidence: bool = True

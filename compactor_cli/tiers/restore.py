@@ -26,6 +26,7 @@ from ..model.conversation import (
     TEMPLATES_FIELD,
 )
 from ..model.placeholders import is_truncated_input
+from .media import CLEARED_FIELD, restore_media
 from .store import (
     answered_calls,
     input_placeholder,
@@ -218,6 +219,7 @@ def restore_details(dump: Any) -> RestoreDetails:
         new, restored, missing = restore_details({"messages": dump})
         return RestoreDetails(new["messages"] if list(new) == ["messages"] else new, restored, missing)
     dump, rounds, rounds_left = _restore_summaries(dump)  # the tier-2 archive first, then the placeholders
+    dump, media = restore_media(dump)
     dump = _restore_tool_inputs(dump)
     dump, restored, missing = _restore_tool_results(dump)
     meta = dump.get(META_KEY)
@@ -227,12 +229,12 @@ def restore_details(dump: Any) -> RestoreDetails:
         # (and the input's serialisation style, for a later restore: once everything is back, the
         # writer reads it before restoring, files/style.py)
         left = read_aliases(dump)
-        kept = {k: meta[k] for k in (INPUTS_FIELD, TEMPLATES_FIELD, TEMPLATED_FIELD) if meta.get(k)}
+        kept = {k: meta[k] for k in (INPUTS_FIELD, TEMPLATES_FIELD, TEMPLATED_FIELD, CLEARED_FIELD) if meta.get(k)}
         if (kept or left) and STYLE_FIELD in meta:
             kept[STYLE_FIELD] = meta[STYLE_FIELD]
         dump = with_aliases({**{k: v for k, v in dump.items() if k != META_KEY},
                              **({META_KEY: kept} if kept else {})}, left)
-    return RestoreDetails(dump, restored + rounds, missing + rounds_left)
+    return RestoreDetails(dump, restored + rounds + media, missing + rounds_left)
 
 
 def restore_conversation(dump: Any) -> tuple[Any, int]:

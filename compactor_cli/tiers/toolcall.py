@@ -91,6 +91,9 @@ class ToolCallCompactResult:
     kept_cheaper: int = 0  # old results left as they were: their placeholder costs as many tokens
     capped_count: int = 0  # with max_result_tokens: results kept but cut to a preview (counted in reclaimed_count)
     inputs_truncated: int = 0  # with truncate_inputs: older calls whose long arguments were cut
+    images_cleared: int = 0  # with images_keep: older image parts replaced by a placeholder
+    thinking_cleared: int = 0  # with thinking_keep: older reasoning replaced by a placeholder
+    media_left_native: int = 0  # older images or reasoning in natively written messages, left as they are
     deduped_reads: int = 0  # with dedup_reads: earlier reads a later one repeats (counted in reclaimed_count)
 
 
@@ -139,7 +142,8 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
                          clear_tool_inputs: bool = False,
                          max_result_tokens: int | None = None,
                          dedup_reads: bool = False,
-                         truncate_inputs: int | None = None) -> tuple[Any, ToolCallCompactResult]:
+                         truncate_inputs: int | None = None, images_keep: int | None = None,
+                         thinking_keep: int | None = None) -> tuple[Any, ToolCallCompactResult]:
     """Replace tool results older than the most recent ``keep`` by placeholders.
 
     The controls of Anthropic's context editing (``clear_tool_uses``): results of the tools in
@@ -155,7 +159,9 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
     placeholder naming the later one, wherever it is (the later read stays as it is).
     ``truncate_inputs``: the arguments of the calls whose results are old (cleared or not) have
     every string value over that many characters cut, the whole arguments stored
-    (``xcompact.tool_inputs``, as ``clear_tool_inputs`` stores them).
+    (``xcompact.tool_inputs``, as ``clear_tool_inputs`` stores them). ``images_keep`` /
+    ``thinking_keep``: only the last that many image parts / assistant reasonings stay, older
+    ones become placeholders with their originals stored (media.py).
 
     ``dump`` is a dumps() dict, or a bare list of messages: then the result is a list again
     when nothing had to be stored (``keep_originals=False`` or nothing compacted), otherwise a
@@ -173,7 +179,8 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
                                            clear_at_least=clear_at_least, counter=counter,
                                            placeholder=placeholder, clear_tool_inputs=clear_tool_inputs,
                                            max_result_tokens=max_result_tokens, dedup_reads=dedup_reads,
-                                           truncate_inputs=truncate_inputs)
+                                           truncate_inputs=truncate_inputs, images_keep=images_keep,
+                                           thinking_keep=thinking_keep)
         return (new["messages"] if list(new) == ["messages"] else new), result
     if keep < 0:
         raise ValueError("keep must be >= 0")
@@ -218,7 +225,8 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
         targets.extend(deduped.values())
     if max_result_tokens is not None or deduped:
         targets.sort(key=lambda t: t[0])
-    if not targets and truncate_inputs is None:
+    media = images_keep is not None or thinking_keep is not None
+    if not targets and truncate_inputs is None and not media:
         return dump, result
     templated = templated_results(dump)  # (ID, occurrence) -> the template of one's own it was cleared with
     templated_before = dict(templated)
@@ -306,15 +314,25 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
         aliases = keys.aliases if keys is not None else read_aliases(dump)  # the keys restore will read
         saved += _truncate_old_inputs(new_messages, old, calls, truncate_inputs, stored_inputs, inputs,
                                       keep_originals, occurrence, aliases, result)
+    media_store: dict[str, Any] = {}
+    if media:
+        from .media import clear_media, stored_parts
+
+        media_store = dict(stored_parts(dump))
+        new_messages, media_done = clear_media(new_messages, images_keep, thinking_keep, media_store, keep_originals)
+        result.images_cleared, result.thinking_cleared = media_done.images, media_done.thinking
+        result.media_left_native = media_done.left_native
+        saved += media_done.saved_chars
     result.reclaimed_count = len(result.compacted_indices)
     if clear_at_least is not None:
         result.freed_tokens = freed
         if freed < clear_at_least:  # not worth clearing: the conversation stays exactly as it was
             result.below_clear_at_least = True
-            result.reclaimed_count = result.inputs_cleared = 0
+            result.reclaimed_count = result.inputs_cleared = result.inputs_truncated = 0
+            result.images_cleared = result.thinking_cleared = 0
             result.compacted_indices = []
             return dump, result
-    if not result.reclaimed_count and not result.inputs_truncated:
+    if not (result.reclaimed_count or result.inputs_truncated or result.images_cleared or result.thinking_cleared):
         return dump, result
     result.length_after = before - saved
     result.reclaimed_fraction = saved / before if before else 0.0
@@ -332,6 +350,10 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
         new_dump[META_KEY] = meta
     if templated != templated_before:
         new_dump = with_templated(new_dump, templated)
+    if media_store:
+        from .media import CLEARED_FIELD
+
+        new_dump[META_KEY] = {**(new_dump.get(META_KEY) or {}), CLEARED_FIELD: media_store}
     return new_dump, result
 
 
