@@ -85,7 +85,8 @@ def test_options_are_the_clis_names_defaults_and_checks():
                                            "exclude_tools": (), "keep_turns": None, "clear_at_least": None,
                                            "trigger": None, "clear_tool_inputs": False, "placeholder": None,
                                            "preview": None, "max_result_tokens": None, "truncate_inputs": None,
-                                           "dedup_reads": False, "images": None, "thinking": None}
+                                           "dedup_reads": False, "images": None, "thinking": None,
+                                           "fit": None}
     assert set(option_defaults("compact")) >= {"model", "summary_model", "token_threshold", "keep_recent", "check"}
     assert settings_for("compact", model="gpt-4o").policy.token_threshold == 89600  # 70% of gpt-4o's window
     with pytest.raises(UsageError, match="'--keep': -1 is not in the range"):

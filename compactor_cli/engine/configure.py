@@ -194,18 +194,21 @@ def _tier1_controls(command: str, values: dict[str, Any], explicit: set[str]) ->
         if "{preview" in base:
             raise UsageError("--preview and a --placeholder with {preview} say the same: give one of them")
         v["placeholder"] = base + "\n{preview:" + f"{head},{tail}" + "}"
+    if v.get("fit") is not None and ("keep" in explicit or v["keep_turns"] is not None):
+        raise UsageError("--fit chooses how many tool results to keep: drop --keep and --keep-turns")
     if v["keep_turns"] is not None and "keep" not in explicit and v["keep"] == DEFAULT_KEEP:
         v["keep"] = 0  # --keep-turns alone: counted in turns only
     if command == "toolcall" and v["no_tokens"]:
         given = [flag for flag, name in (("--trigger", "trigger"), ("--clear-at-least", "clear_at_least"),
-                                         ("--max-result-tokens", "max_result_tokens")) if v[name] is not None]
+                                         ("--max-result-tokens", "max_result_tokens"), ("--fit", "fit"))
+                 if v.get(name) is not None]
         if v["placeholder"] is not None and "{tokens}" in v["placeholder"]:
             given.append("--placeholder with {tokens}")
         if given:
             raise UsageError(f"{' and '.join(given)} count{'s' if len(given) == 1 else ''} tokens: drop --no-tokens")
     names = (("exclude_tools", "keep_turns", "clear_at_least", "placeholder", "clear_tool_inputs", "preview",
               "max_result_tokens", "dedup_reads", "truncate_inputs", "images", "thinking")
-             + (("trigger",) if command == "toolcall" else ()))
+             + (("trigger", "fit") if command == "toolcall" else ()))
     controls = {n: (list(v[n]) if n in ("exclude_tools", "preview", "images", "thinking") else v[n]) for n in names
                 if v.get(n) not in (None, (), False)}
     return v, controls
@@ -232,7 +235,7 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = (),
                             placeholder=v["placeholder"], clear_tool_inputs=v["clear_tool_inputs"],
                             max_result_tokens=v["max_result_tokens"], dedup_reads=v["dedup_reads"],
                             truncate_inputs=v["truncate_inputs"], images_keep=_kept(v["images"]),
-                            thinking_keep=_kept(v["thinking"]))
+                            thinking_keep=_kept(v["thinking"]), fit=v["fit"])
         return Configured(command, settings, dict(keep=v["keep"], originals=v["originals"], strict=strict,
                                                   encoding=v["encoding"], tokens=tokens, dry_run=v["dry_run"],
                                                   **controls))

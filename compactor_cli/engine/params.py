@@ -194,6 +194,10 @@ TIER1_CONTROLS: list[Slot] = [
                       "{tool}, {lines}, {chars}, {tokens}; e.g. 'Old environment output: ({lines} lines omitted, "
                       "ID {id})'. Default: xun's placeholder."),
 ]
+fit = click.option("--fit", type=click.IntRange(min=1, max=MAX_INT), default=None, metavar="TOKENS",
+                   help="Fit each record to at most TOKENS (training data): clear tool results from the oldest only "
+                        "as far as needed (then cut old call arguments); a record that still does not fit is written "
+                        "compacted as far as tier 1 goes and counted STILL_OVER (exit 1), never dropped.")
 trigger = click.option("--trigger", type=click.IntRange(min=1, max=MAX_INT), default=None, metavar="TOKENS",
                        help="Clear only conversations over this many tokens; the others are left as they are "
                             "(UNDER_THRESHOLD).")
@@ -361,7 +365,7 @@ def _command_slots(command: str) -> list[Slot]:
     """Each record command's options, in --help order. ``compact`` names its summariser's model
     --summary-model, since its --model is the conversation's model (for the threshold)."""
     if command == "toolcall":
-        return IO_OPTIONS + [api_ready, keep] + TIER1_CONTROLS + [trigger, originals, dry_run] + TOKEN_OPTIONS
+        return IO_OPTIONS + [api_ready, keep] + TIER1_CONTROLS + [trigger, fit, originals, dry_run] + TOKEN_OPTIONS
     if command == "summarize":
         return IO_OPTIONS + [api_ready] + CUT_OPTIONS + _backend_opts("--model") + [originals, dry_run, encoding]
     if command == "compact":

@@ -36,6 +36,7 @@ class Settings:
     clear_tool_inputs: bool = False
     max_result_tokens: int | None = None  # --max-result-tokens: any result over it cut to a preview
     truncate_inputs: int | None = None  # --truncate-inputs: older calls' long argument values cut to this
+    fit: int | None = None  # toolcall --fit TOKENS: the least tier-1 compaction that fits
     images_keep: int | None = None  # --images keep-last N
     thinking_keep: int | None = None  # --thinking keep-last N
     dedup_reads: bool = False  # --dedup-reads: a read a later identical read repeats becomes a reference to it

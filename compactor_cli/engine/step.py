@@ -63,17 +63,42 @@ def op_toolcall(dump: dict, settings: Settings) -> Result:
                                                   "size_before": size, "reclaimed_count": 0,
                                                   "reclaimed_fraction": 0.0, "tokens_before": size,
                                                   "tokens_after": size}  # counted once
-    new, res = reclaim_tool_results(dump, keep=settings.keep, keep_originals=settings.keep_originals,
-                                    key_offsets=head_tool_counts(dump), exclude_tools=settings.exclude_tools,
+
+    def reclaim(d: dict, keep: int, cut: int | None) -> tuple[Any, Any]:
+        return reclaim_tool_results(d, keep=keep, keep_originals=settings.keep_originals,
+                                    key_offsets=head_tool_counts(d), exclude_tools=settings.exclude_tools,
                                     keep_turns=settings.keep_turns, clear_at_least=settings.clear_at_least,
                                     counter=counter, placeholder=settings.placeholder,
                                     clear_tool_inputs=settings.clear_tool_inputs,
                                     max_result_tokens=settings.max_result_tokens,
-                                    dedup_reads=settings.dedup_reads,
-                                    truncate_inputs=settings.truncate_inputs, images_keep=settings.images_keep,
-                                    thinking_keep=settings.thinking_keep)
+                                    dedup_reads=settings.dedup_reads, truncate_inputs=cut,
+                                    images_keep=settings.images_keep, thinking_keep=settings.thinking_keep)
+
+    fit_fields: dict[str, Any] = {}
+    if settings.fit is not None and counter is not None:
+        from ..tiers.fit import fit_tool_results
+
+        fitted = fit_tool_results(dump, settings.fit, counter, reclaim, settings.truncate_inputs)
+        if fitted.tokens_before <= settings.fit:
+            return dump, Status.UNDER_THRESHOLD, {"threshold": settings.fit, "threshold_unit": "tokens",
+                                                  "size_before": fitted.tokens_before, "reclaimed_count": 0,
+                                                  "reclaimed_fraction": 0.0, "tokens_before": fitted.tokens_before,
+                                                  "tokens_after": fitted.tokens_before}
+        new, res = fitted.dump, fitted.result
+        fit_fields = {"threshold": settings.fit, "threshold_unit": "tokens", "fit_keep": fitted.keep}
+        if fitted.truncate_inputs is not None and fitted.truncate_inputs != settings.truncate_inputs:
+            fit_fields["fit_truncate_inputs"] = fitted.truncate_inputs
+        if not fitted.fits:
+            fit_fields["size_after"] = fitted.tokens_after
+            fit_fields["warning"] = (f"still {fitted.tokens_after} tokens after clearing every tool result, over "
+                                     f"--fit {settings.fit}: written compacted as far as tier 1 goes (compact "
+                                     "--token-threshold can summarise)")
+    else:
+        new, res = reclaim(dump, settings.keep, settings.truncate_inputs)
     changed = res.reclaimed_count or res.inputs_truncated or res.images_cleared or res.thinking_cleared
     status = Status.RECLAIMED if changed else Status.NOTHING_TO_CONDENSE
+    if "warning" in fit_fields:
+        status = Status.STILL_OVER
     fields: dict[str, Any] = {"reclaimed_count": res.reclaimed_count, "reclaimed_fraction": res.reclaimed_fraction,
                               "skipped_no_id": res.skipped_no_id, "length_before": res.length_before,
                               "length_after": res.length_after}
@@ -92,6 +117,7 @@ def op_toolcall(dump: dict, settings: Settings) -> Result:
             fields[name] = getattr(res, name)
     if res.deduped_reads:
         fields["deduped_reads"] = res.deduped_reads  # earlier reads a later identical read repeats (--dedup-reads)
+    fields.update(fit_fields)
     if res.freed_tokens is not None:
         fields["freed_tokens"] = res.freed_tokens
     if res.below_clear_at_least:
