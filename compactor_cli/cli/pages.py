@@ -48,6 +48,12 @@ def report_command(report_path: str, html: str) -> None:
     if _same_file(html, report_path):
         raise click.UsageError(f"--html {html} is the report itself: choose another path")
     try:
+        from ..pages.evaluate import read_eval_report, render_eval_page
+
+        doc = read_eval_report(report_path)
+        if doc is not None:  # an eval report: the eval page (the worst records named, not linked)
+            write_page(html, render_eval_page(doc, source=report_path))
+            return
         head, digest = read_report(report_path)
         page = render_dataset_page(head["command"], head.get("parameters") or {}, head.get("version") or "?",
                                    head["totals"], head["exit_code"], digest, source=report_path)
@@ -136,19 +142,6 @@ def _view(input_path: str, line_no: int | None, input_format: str, history: str,
 
 
 def _build(rec: Record, input_format: str, history: str, encoding: str) -> ShownConversation:
-    from ..files.exact import RISKY_NUMBER
-    from ..formats import parse_record
-    from ..formats.base import conversation_model
-    from ..model.tokens import Counters
-    from ..pages.conversation import view_of
+    from ..pages.conversation import build_view
 
-    try:
-        dump, codec = parse_record(rec.raw, input_format, exact=RISKY_NUMBER.search(rec.raw) is not None,
-                                   source=rec.source, line=rec.line, history=history)
-    except InvalidInputError as exc:
-        raise InvalidInputError(f"{rec.where}: {exc}") from None
-    fatal = [p for p in codec.problems(dump) if p.fatal]
-    if fatal:
-        raise InvalidInputError(f"{rec.where}: {fatal[0]}")
-    counter, chosen, _, _ = Counters(encoding).choose(conversation_model(dump, codec))
-    return view_of(dump, rec.where, codec.format, counter, chosen)
+    return build_view(rec.raw, rec.where, rec.source, rec.line, input_format, history, encoding)

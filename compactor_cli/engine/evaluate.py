@@ -8,17 +8,19 @@ setting is measured by ``evidence.evaluate`` on the same probes."""
 
 from __future__ import annotations
 
+import heapq
 import os
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from ..errors import InvalidInputError, UsageError
-from ..evidence.evaluate import Evaluation, evaluate
-from ..evidence.probes import ESSENTIAL, KINDS
+from ..evidence.evaluate import Evaluation, evaluate, replaced_part
+from ..evidence.harness import task_index
+from ..evidence.probes import ESSENTIAL, KINDS, Probe, probes_of, retention, sent_text
 from ..model.tokens import counter_for
 from .configure import Configured, build
 from .params import RUN_OPTIONS, click_command
@@ -34,6 +36,65 @@ class Failure:
 
 
 @dataclass
+class Usage:
+    """What one backend of a setting asked of its server, summed over the records: the requests
+    (``model_calls`` of the report items) and the tokens the server reported for them (the
+    items' ``usage``: None while no item carries it)."""
+
+    calls: int = 0
+    records: int = 0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_tokens: int | None = None
+
+    def add_item(self, fields: Mapping[str, Any]) -> None:
+        calls = fields.get("model_calls")
+        self.calls += calls if isinstance(calls, int) else 0
+        usage = fields.get("usage")
+        if isinstance(usage, dict):
+            for key in ("prompt_tokens", "completion_tokens", "cached_tokens"):
+                value = usage.get(key)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    setattr(self, key, (getattr(self, key) or 0) + value)
+
+
+@dataclass
+class Candidate:
+    """A record measured under one setting, kept while it is among the setting's worst (lowest
+    essential retention): what its per-record page and its lost probes are made of."""
+
+    where: str
+    setting: str
+    essential: float
+    before: list[dict[str, Any]]
+    afters: dict[str, list[dict[str, Any]]]  # every setting's messages: the probes are those of all
+    after: dict[str, Any] | bytes  # the compacted record (internal dump, or the bytes a --try wrote)
+    format: str
+
+    def lost(self) -> tuple[list[Probe], int]:
+        """(the probes this setting lost, the probes): ``evidence.evaluate``'s probes, the same figures."""
+        return lost_probes(self.before, self.afters, self.afters[self.setting])
+
+    def dump(self) -> dict[str, Any]:
+        if isinstance(self.after, dict):
+            return self.after
+        from ..formats import parse_record
+
+        dump, _codec = parse_record(self.after, "openai", source=self.where)
+        return dump
+
+
+def lost_probes(before: list[dict[str, Any]], afters: dict[str, list[dict[str, Any]]],
+                after: list[dict[str, Any]]) -> tuple[list[Probe], int]:
+    """The probes of ``before`` that ``after`` does not send, of all the probes (those of the part
+    any of ``afters`` replaced, as ``evidence.evaluate`` takes them)."""
+    at = task_index(before)
+    probes = probes_of(replaced_part(before, list(afters.values())), before[at] if at is not None else None)
+    sent = sent_text(after)
+    return [p for p in probes if retention([p], sent)[p.kind][0] == 0], len(probes)
+
+
+@dataclass
 class EvalRun:
     """Per setting: the totals; per record: each setting's evaluation; the records that failed."""
 
@@ -42,6 +103,48 @@ class EvalRun:
     items: list[tuple[str, dict[str, Evaluation]]] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
     skipped: list[Failure] = field(default_factory=list)  # nothing to measure there (no failure)
+    #: per setting, per (backend, model): what its model backend asked of the server
+    usage: dict[str, dict[tuple[str, str | None], Usage]] = field(default_factory=dict)
+    keep_worst: int = 0  # how many of each setting's worst records to keep (their pages)
+    _worst: dict[str, list[tuple[tuple[float, int], int, Candidate]]] = field(default_factory=dict)
+
+    def offer(self, cand: Candidate) -> None:
+        """Keep ``cand`` if it is among its setting's ``keep_worst`` lowest essential retentions
+        (ties: the earlier record; the order ``worst_rows`` lists the report's items in)."""
+        if self.keep_worst <= 0:
+            return
+        heap = self._worst.setdefault(cand.setting, [])
+        key = (-cand.essential, -len(self.items))  # the best kept (then the latest) on top, out first
+        entry = (key, len(heap), cand)
+        if len(heap) < self.keep_worst:
+            heapq.heappush(heap, entry)
+        elif key > heap[0][0]:
+            heapq.heapreplace(heap, entry)
+
+    def worst(self, setting: str) -> list[Candidate]:
+        """The setting's kept worst records, worst first."""
+        return [c for _, _, c in sorted(self._worst.get(setting, []), key=lambda e: (-e[0][0], -e[0][1]))]
+
+    def add_measured(self, where: str, before: list[dict[str, Any]], afters: dict[str, list[dict[str, Any]]],
+                  found: dict[str, Evaluation], written: dict[str, dict[str, Any] | bytes], fmt: str) -> None:
+        for name, ev in found.items():
+            if ev.essential is not None and self.keep_worst:
+                self.offer(Candidate(where, name, ev.essential, before, afters, written[name], fmt))
+        self.items.append((where, found))
+        for n, ev in found.items():
+            self.totals[n].add(ev)
+
+    def add_usage(self, setting: str, item: Mapping[str, Any]) -> None:
+        """The model requests of one record's report item (and of its compaction rounds)."""
+        for fields in [item, *(r for r in item.get("rounds") or () if isinstance(r, dict))]:
+            backend = fields.get("backend")
+            if not isinstance(backend, str) or (backend == "extractive" and not fields.get("model_calls")):
+                continue
+            model = fields.get("model") if isinstance(fields.get("model"), str) else None
+            usage = self.usage.setdefault(setting, {}).setdefault((backend, model), Usage())
+            usage.add_item(fields)
+            if fields is item:
+                usage.records += 1
 
 
 def try_settings(spec: str) -> Configured:
@@ -69,21 +172,21 @@ def try_settings(spec: str) -> Configured:
     return build(name, dict(ctx.params), given)
 
 
-def _records(path: str, from_: str, failures: list[Failure]) -> list[tuple[str, dict | None]]:
-    """(where, internal dump or None when it cannot be read) of each record of ``path``."""
+def _records(path: str, from_: str, failures: list[Failure]) -> list[tuple[str, dict | None, str]]:
+    """(where, internal dump or None when it cannot be read, its format) of each record of ``path``."""
     from ..formats import iter_records, parse_record
 
-    out: list[tuple[str, dict | None]] = []
+    out: list[tuple[str, dict | None, str]] = []
     try:
         for rec in iter_records(path, from_=from_):
             where = f"{rec.source}:{rec.line}" if rec.line is not None else rec.source
             try:
-                dump, _codec = parse_record(rec.raw, from_, source=rec.source, line=rec.line)
+                dump, codec = parse_record(rec.raw, from_, source=rec.source, line=rec.line)
             except InvalidInputError as exc:
                 failures.append(Failure(where, str(exc)))
-                out.append((where, None))
+                out.append((where, None, from_))
                 continue
-            out.append((where, dump))
+            out.append((where, dump, codec.format))
     except InvalidInputError as exc:
         failures.append(Failure(path, str(exc)))
     return out
@@ -104,26 +207,38 @@ def _pairs(before: str, after: str) -> Iterator[tuple[str, str]]:
                 yield path, twin
 
 
-def _run_try(configured: Configured, dumps: list[dict]) -> list[list[dict] | str]:
+@dataclass
+class Tried:
+    """One record under one setting: its messages as compacted (a string: why it failed), the
+    bytes the command line would have written, and its report item."""
+
+    messages: list[dict] | str
+    written: bytes | None
+    item: Mapping[str, Any]
+
+
+def _run_try(configured: Configured, dumps: list[dict]) -> list[Tried]:
     """Each dump compacted in memory with ``configured``'s settings, as the command line would
-    write it, read back (a string: why the record failed)."""
+    write it, read back."""
     from .batch import process_lines
 
     lines = [orjson.dumps(d) + b"\n" for d in dumps]
     result = process_lines(lines, configured.settings, source="<eval>")
-    out: list[list[dict] | str] = []
+    out: list[Tried] = []
     for data, item in zip(result.outputs, result.items, strict=True):
         if data is None or item.get("status") in ("INVALID_INPUT", "FAILED"):
-            out.append(str(item.get("error") or item.get("status")))
+            out.append(Tried(str(item.get("error") or item.get("status")), None, item))
             continue
         obj = orjson.loads(data)
-        out.append(obj["messages"] if isinstance(obj, dict) else obj)
+        out.append(Tried(obj["messages"] if isinstance(obj, dict) else obj, data, item))
     return out
 
 
-def run_eval(inputs: list[str], tries: list[str], from_: str = "auto", encoding: str = "cl100k_base") -> EvalRun:
+def run_eval(inputs: list[str], tries: list[str], from_: str = "auto", encoding: str = "cl100k_base",
+             keep_worst: int = 0) -> EvalRun:
     """Measure ``tries`` on every record of ``inputs``, or (no tries) the compaction
-    ``inputs[1]`` made of ``inputs[0]``."""
+    ``inputs[1]`` made of ``inputs[0]``. ``keep_worst``: how many of each setting's records of
+    lowest essential retention to keep for their pages (``EvalRun.worst``)."""
     counter = counter_for(encoding)
     if tries:
         configured = {spec: try_settings(spec) for spec in tries}
@@ -132,14 +247,20 @@ def run_eval(inputs: list[str], tries: list[str], from_: str = "auto", encoding:
         if len(inputs) != 2:
             raise UsageError("eval takes BEFORE AFTER (two files or directories), or INPUT... with --try")
         names = [AFTER]
-    run = EvalRun(names, {n: Evaluation(records=0) for n in names})
-    groups: list[list[tuple[str, dict | None, dict[str, list[dict] | str]]]] = []
+    run = EvalRun(names, {n: Evaluation(records=0) for n in names}, keep_worst=keep_worst)
+    # per record: where, its dump, and per setting what it became (messages or why it failed, the
+    # record as written: bytes of a --try, the dump of AFTER), and the format of what was written
+    groups: list[list[tuple[str, dict, dict[str, list[dict] | str], dict[str, dict | bytes | None], str]]] = []
     if tries:
         for path in inputs:
-            recs = _records(path, from_, run.failures)
-            good = [(w, d) for w, d in recs if d is not None]
+            good = [(w, d) for w, d, _ in _records(path, from_, run.failures) if d is not None]
             results = {spec: _run_try(configured[spec], [d for _, d in good]) for spec in tries}
-            groups.append([(w, d, {spec: results[spec][k] for spec in tries}) for k, (w, d) in enumerate(good)])
+            for spec in tries:
+                for tried in results[spec]:
+                    run.add_usage(spec, tried.item)
+            groups.append([(w, d, {spec: results[spec][k].messages for spec in tries},
+                            {spec: results[spec][k].written for spec in tries}, "openai")
+                           for k, (w, d) in enumerate(good)])
     else:
         for before, after in _pairs(inputs[0], inputs[1]):
             b = _records(before, from_, run.failures)
@@ -148,34 +269,33 @@ def run_eval(inputs: list[str], tries: list[str], from_: str = "auto", encoding:
                 run.failures.append(Failure(after, f"{len(a)} records, but {before} has {len(b)}: records are "
                                                    "matched by their order"))
                 continue
-            groups.append([(w, d, {AFTER: ad["messages"] if ad is not None else "the compacted record cannot be read"})
-                           for (w, d), (_, ad) in zip(b, a, strict=True) if d is not None])
+            groups.append([(w, d, {AFTER: ad["messages"] if ad is not None else "the compacted record cannot be read"},
+                            {AFTER: ad}, afmt)
+                           for (w, d, _), (_, ad, afmt) in zip(b, a, strict=True) if d is not None])
     for group in groups:
-        for where, dump, afters in group:
-            assert dump is not None
+        for where, dump, afters, written, fmt in group:
             failed = [(n, m) for n, m in afters.items() if isinstance(m, str)]
             if failed:
                 run.failures.append(Failure(where, "; ".join(m if n == AFTER else f"[{n}] {m}" for n, m in failed)))
                 continue
-            found = evaluate(dump["messages"], {n: m for n, m in afters.items() if not isinstance(m, str)},
-                             counter.text, counter.conversation)
-            run.items.append((where, found))
-            for n, ev in found.items():
-                run.totals[n].add(ev)
+            measured = {n: m for n, m in afters.items() if not isinstance(m, str)}
+            found = evaluate(dump["messages"], measured, counter.text, counter.conversation)
+            run.add_measured(where, dump["messages"], measured, found,
+                          {n: w for n, w in written.items() if w is not None}, fmt)
     return run
 
 
 AGENT = "agent's own compaction"
 
 
-def run_agent_eval(inputs: list[str], encoding: str = "cl100k_base") -> EvalRun:
+def run_agent_eval(inputs: list[str], encoding: str = "cl100k_base", keep_worst: int = 0) -> EvalRun:
     """What an agent's own compaction kept, from its log alone: a Claude Code session read whole
     (``--claude-code-history full``) against what the model had after its last compaction
     (``since-compaction``). A log with no compaction is skipped, with a note."""
     from ..formats import file_format, iter_records, parse_record
 
     counter = counter_for(encoding)
-    run = EvalRun([AGENT], {AGENT: Evaluation(records=0)})
+    run = EvalRun([AGENT], {AGENT: Evaluation(records=0)}, keep_worst=keep_worst)
     for path in inputs:
         try:
             fmt = file_format(path)
@@ -192,8 +312,7 @@ def run_agent_eval(inputs: list[str], encoding: str = "cl100k_base") -> EvalRun:
             run.skipped.append(Failure(path, "the session has no compaction to measure"))
             continue
         found = evaluate(full["messages"], {AGENT: since["messages"]}, counter.text, counter.conversation)
-        run.items.append((path, found))
-        run.totals[AGENT].add(found[AGENT])
+        run.add_measured(path, full["messages"], {AGENT: since["messages"]}, found, {AGENT: since}, "claude-code")
     return run
 
 
@@ -227,26 +346,97 @@ def parse_minimums(values: tuple[str, ...] | list[str]) -> dict[str, float]:
     return out
 
 
-def report_of(run: EvalRun, parameters: dict[str, Any]) -> dict[str, Any]:
+def parse_prices(values: tuple[str, ...] | list[str]) -> dict[str, tuple[float, float, float | None]]:
+    """``MODEL=IN/OUT[/CACHED]`` options: USD per million prompt, completion (and cached prompt)
+    tokens of a model, as its backend names it in the report (``model``)."""
+    out: dict[str, tuple[float, float, float | None]] = {}
+    for v in values:
+        model, sep, prices = v.rpartition("=")
+        parts = prices.split("/")
+        try:
+            if not sep or not model.strip() or len(parts) not in (2, 3):
+                raise ValueError
+            numbers = [float(x) for x in parts]
+            if any(not (x >= 0 and x != float("inf")) for x in numbers):
+                raise ValueError
+        except ValueError:
+            raise UsageError(f"--price {v!r}: expected MODEL=IN/OUT (USD per million prompt and completion "
+                             "tokens, e.g. gpt-4o-mini=0.15/0.60), or MODEL=IN/OUT/CACHED") from None
+        out[model.strip()] = (numbers[0], numbers[1], numbers[2] if len(numbers) == 3 else None)
+    return out
+
+
+def cost_of(usage: Usage, price: tuple[float, float, float | None] | None) -> float | None:
+    """USD of ``usage`` at ``price`` (per million tokens; cached prompt tokens at the cached price,
+    or at the prompt price when none is given); None without a price or without the server's counts."""
+    if price is None or usage.prompt_tokens is None or usage.completion_tokens is None:
+        return None
+    cached = min(usage.cached_tokens or 0, usage.prompt_tokens)
+    prompt_price, completion_price, cached_price = price
+    return ((usage.prompt_tokens - cached) * prompt_price + cached * (prompt_price if cached_price is None
+                                                                       else cached_price)
+            + usage.completion_tokens * completion_price) / 1_000_000
+
+
+def usage_rows(run: EvalRun, setting: str, prices: dict[str, tuple[float, float, float | None]] | None = None
+               ) -> list[dict[str, Any]]:
+    """The report's ``usage`` of a setting: one entry per backend and model that made requests."""
+    rows = []
+    for (backend, model), u in sorted(run.usage.get(setting, {}).items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        row: dict[str, Any] = {"backend": backend, "model": model, "records": u.records, "calls": u.calls,
+                               "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
+                               "cached_tokens": u.cached_tokens}
+        if prices:
+            cost = cost_of(u, prices.get(model or backend))
+            row["cost_usd"] = round(cost, 6) if cost is not None else None
+        rows.append(row)
+    return rows
+
+
+def report_of(run: EvalRun, parameters: dict[str, Any],
+              prices: dict[str, tuple[float, float, float | None]] | None = None) -> dict[str, Any]:
     from ..version import __version__
 
+    settings = {}
+    for n in run.settings:
+        settings[n] = run.totals[n].as_dict()
+        if run.usage.get(n):
+            settings[n]["usage"] = usage_rows(run, n, prices)
     return {"tool": "xcompact", "command": "eval", "version": __version__, "parameters": parameters,
-            "settings": {n: run.totals[n].as_dict() for n in run.settings},
+            "settings": settings,
             "items": [{"source": where, "settings": {n: ev.as_dict() for n, ev in found.items()}}
                       for where, found in run.items],
             "failures": [{"source": f.where, "error": f.error} for f in run.failures],
             "skipped": [{"source": f.where, "reason": f.error} for f in run.skipped]}
 
 
-def table(run: EvalRun) -> str:
-    """The totals as a terminal reads them at a glance."""
+def _tokens(u: Usage) -> str:
+    if u.prompt_tokens is None and u.completion_tokens is None:
+        return "not reported"
+    return f"{u.prompt_tokens or 0:,}/{u.completion_tokens or 0:,}/{u.cached_tokens or 0:,}"
+
+
+def table(run: EvalRun, prices: dict[str, tuple[float, float, float | None]] | None = None) -> str:
+    """The totals as a terminal reads them at a glance; with a model backend, its requests, the
+    tokens its server reported (prompt/completion/cached) and, priced (``--price``), their cost."""
     heads = ["setting", "records", "tokens before → after", *KINDS, "essential", "per 1k"]
+    used = any(run.usage.get(n) for n in run.settings)
+    if used:
+        heads += ["model calls", "prompt/completion/cached"] + (["cost"] if prices else [])
     rows = []
     for n in run.settings:
         t = run.totals[n]
         share = [f"{100 * f / p:.0f}%" if p else "–" for f, p in (t.retention.get(k, (0, 0)) for k in KINDS)]
         ratio = f" ({100 * t.tokens_after / t.tokens_before:.0f}%)" if t.tokens_before else ""
-        rows.append([n, str(t.records), f"{t.tokens_before:,} → {t.tokens_after:,}{ratio}", *share,
-                     f"{100 * t.essential:.1f}%" if t.essential is not None else "–", f"{t.per_1k_tokens:.1f}"])
+        row = [n, str(t.records), f"{t.tokens_before:,} → {t.tokens_after:,}{ratio}", *share,
+               f"{100 * t.essential:.1f}%" if t.essential is not None else "–", f"{t.per_1k_tokens:.1f}"]
+        if used:
+            usages = list(run.usage.get(n, {}).items())
+            row += ["; ".join(f"{u.calls:,}" for _, u in usages) or "–",
+                    "; ".join(_tokens(u) for _, u in usages) or "–"]
+            if prices:
+                costs = [cost_of(u, prices.get(model or backend)) for (backend, model), u in usages]
+                row.append("; ".join(f"${c:,.4f}" if c is not None else "unpriced" for c in costs) or "–")
+        rows.append(row)
     widths = [max(len(r[i]) for r in [heads, *rows]) for i in range(len(heads))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in [heads, *rows])

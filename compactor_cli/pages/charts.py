@@ -112,3 +112,44 @@ def largest_bars(largest: list[dict[str, Any]], unit: str) -> str:
 
 def _short(where: str, limit: int = 48) -> str:
     return where if len(where) <= limit else "…" + where[-(limit - 1):]
+
+
+def retention_bars(kinds: list[str], settings: list[tuple[str, list[float | None]]]) -> str:
+    """The eval page: per kind of probe, the share each setting kept (percent, printed on the bars)."""
+    import pygal
+
+    chart: Any = pygal.Bar(**_config(title="Probes kept, by kind", y_title="kept", range=(0, 100), width=1000,
+                                     show_legend=True, legend_at_bottom=True, print_values=True,
+                                     print_zeroes=True, value_formatter=lambda v: f"{v:.0f}%",
+                                     y_labels=list(range(0, 101, 20)), height=380))
+    chart.x_labels = [k.replace("_", " ") for k in kinds]
+    for name, values in settings:
+        chart.add(name, values)
+    return _render(chart, "retention")
+
+
+def pareto(points: list[tuple[str, int, float]], front: list[str], tokens_before: int | None) -> str:
+    """The eval page: each setting's tokens after (x) against its essential retention (y, percent),
+    each point labelled with its setting and figures; the Pareto front (no other setting keeps
+    more for fewer tokens) joined by a line; the uncompacted records at 100% for scale."""
+    import pygal
+
+    top = max([t for _, t, _ in points] + [tokens_before or 0, 1])
+    chart: Any = pygal.XY(**_config(title="Tokens after against essential retention, per setting", width=1000,
+                                    x_title="tokens after (all records)", y_title="essential probes kept",
+                                    stroke=False, dots_size=6, show_legend=True, legend_at_bottom=True,
+                                    print_labels=True, range=(0, 100), xrange=(0, top * 1.3),
+                                    y_labels=list(range(0, 101, 20)), height=420,
+                                    value_formatter=lambda v: f"{v:.1f}%",
+                                    x_value_formatter=lambda v: f"{v:,.0f}"))
+    for name, tokens, pct in points:  # first, in the colours of the retention chart
+        mark = " (on the front)" if name in front else ""
+        chart.add(f"{name}{mark}", [{"value": (tokens, pct), "label": f"{name}: {pct:.1f}%, {tokens:,} tokens"}])
+    if tokens_before:
+        chart.add("uncompacted", [{"value": (tokens_before, 100), "label": f"uncompacted: {tokens_before:,} tokens"}],
+                  dots_size=4)
+    by_name = {name: (tokens, pct) for name, tokens, pct in points}
+    line = sorted(by_name[n] for n in front)
+    if len(line) > 1:
+        chart.add("Pareto front", line, stroke=True, show_dots=False, stroke_style={"width": 2, "dasharray": "6,4"})
+    return _render(chart, "pareto")

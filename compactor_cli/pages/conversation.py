@@ -55,12 +55,29 @@ class ShownRound:
 
 
 @dataclass
+class LostEvidence:
+    """The evidence probes (``compactor_cli.evidence``) taken from what the compaction replaced
+    that what the model is sent no longer holds."""
+
+    lost: list[Any]  # evidence.probes.Probe: kind and text
+    probes: int  # all the probes of the replaced part
+    note: str = ""  # what limits the measure (originals not stored)
+    setting: str | None = None  # the eval setting that made the compaction
+
+    def __post_init__(self) -> None:
+        from ..evidence.probes import KINDS
+
+        self.lost = sorted(self.lost, key=lambda p: KINDS.index(p.kind))  # the essential kinds first
+
+
+@dataclass
 class ShownConversation:
     where: str
     format: str
     encoding: str | None
     messages: list[ShownMessage]
     rounds: list[ShownRound]
+    evidence: LostEvidence | None = None
 
     @property
     def placeholders(self) -> list[ShownMessage]:
@@ -149,9 +166,40 @@ def view_of(dump: dict[str, Any], where: str, fmt: str, counter: TokenCounter | 
     return ShownConversation(where, fmt, encoding, messages, rounds)
 
 
+def lost_evidence(dump: dict[str, Any]) -> LostEvidence | None:
+    """What a compacted record lost of the evidence of what its compaction replaced: the
+    conversation before it (``restore``: the stored originals and the archive) against what the
+    model is sent now, probed and scored as ``xcompact eval`` does. None for a record xcompact
+    did not compact (nothing stored: nothing to compare with)."""
+    if not dump.get(ORIGINALS_KEY) and not dump.get(ARCHIVE_KEY):
+        return None
+    from ..engine.evaluate import lost_probes
+    from ..tiers.restore import restore_details
+
+    details = restore_details(dump)
+    before = details.dump["messages"] if isinstance(details.dump, dict) else details.dump
+    after = dump["messages"]
+    if before == after:
+        return None
+    lost, probes = lost_probes(before, {"after": after}, after)
+    note = (f"{details.missing} placeholders or summary rounds have no stored original (--originals drop, or "
+            "another tool): what they replaced is not probed" if details.missing else "")
+    return LostEvidence(lost, probes, note)
+
+
+def _lost_text(ev: LostEvidence) -> list[str]:
+    head = (f"== evidence lost: {len(ev.lost)} of the {ev.probes} probes taken from what the compaction replaced "
+            "are no longer sent ==")
+    lines = [head] + ([f"   ({ev.note})"] if ev.note else [])
+    lines += [f"  - [{p.kind}] {p.text}" for p in ev.lost]
+    return lines + [""]
+
+
 def render_text(view: ShownConversation, width: int = 100) -> str:
     """A plain-text rendering: one block per message, placeholders and summaries marked."""
     lines = [_heading(view), ""]
+    if view.evidence is not None:
+        lines += _lost_text(view.evidence)
     for r in view.rounds:
         if r.dropped:
             lines.append(f"== summary round {r.number}: its messages were dropped (--originals drop) ==")
@@ -195,8 +243,33 @@ def _text_block(m: ShownMessage, width: int) -> str:
     return "\n".join(body)
 
 
-def render_html(view: ShownConversation, version: str) -> str:
+def render_html(view: ShownConversation, version: str, back: str | None = None) -> str:
+    """The page of ``view``; ``back``: a link to the page that lists it (the eval page)."""
     from .templating import environment
 
     return environment().get_template("conversation.html.j2").render(
-        title=f"xcompact show: {view.where}", version=version, view=view)
+        title=f"xcompact show: {view.where}", version=version, view=view, back=back)
+
+
+def build_view(raw: bytes, where: str, source: str, line: int | None, input_format: str, history: str,
+               encoding: str) -> ShownConversation:
+    """The view of one record's bytes, with the evidence it lost; InvalidInputError naming
+    ``where`` when it is not a conversation."""
+    from ..errors import InvalidInputError
+    from ..files.exact import RISKY_NUMBER
+    from ..formats import parse_record
+    from ..formats.base import conversation_model
+    from ..model.tokens import Counters
+
+    try:
+        dump, codec = parse_record(raw, input_format, exact=RISKY_NUMBER.search(raw) is not None,
+                                   source=source, line=line, history=history)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{where}: {exc}") from None
+    fatal = [p for p in codec.problems(dump) if p.fatal]
+    if fatal:
+        raise InvalidInputError(f"{where}: {fatal[0]}")
+    counter, chosen, _, _ = Counters(encoding).choose(conversation_model(dump, codec))
+    view = view_of(dump, where, codec.format, counter, chosen)
+    view.evidence = lost_evidence(dump)
+    return view
