@@ -137,3 +137,26 @@ def task_message(messages: list[dict], head: list[int], kept: list[int]) -> int 
         return None
     task = task_index(messages)
     return task if task is not None and task in head else None
+
+
+#: Responses items that are a compaction the agent (or OpenAI's server) already made: encrypted,
+#: they are the earlier context itself, which a summary cannot read.
+COMPACTION_ITEMS = frozenset({"compaction", "compaction_summary"})
+
+
+def agent_compactions(messages: list[dict], head: list[int], kept: list[int]) -> list[int]:
+    """The head's messages that carry a compaction already in the input (Responses ``compaction``
+    items): kept verbatim, in their places, so a summary never replaces the earlier context they
+    hold. Not for Anthropic requests (their kept part must alternate)."""
+    if not verbatim_allowed(messages, head, kept):
+        return []
+    out = []
+    for i in head:
+        raw = messages[i].get(MSG_KEY)
+        if isinstance(raw, str) and raw.startswith('{"f":"responses"') and '"compaction' in raw:
+            memo = jload(raw)
+            items = memo.get("items") if isinstance(memo, dict) else None
+            if isinstance(items, list) and any(isinstance(it, dict) and it.get("type") in COMPACTION_ITEMS
+                                               for it in items):
+                out.append(i)
+    return out

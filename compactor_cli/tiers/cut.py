@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import BackendError
 from ..evidence.harness import real_user_indices
-from ..formats.rules import adjust_cut, forced_user, task_message, verbatim_allowed
+from ..formats.rules import adjust_cut, agent_compactions, forced_user, task_message, verbatim_allowed
 from ..model.conversation import ARCHIVE_KEY, COUNTER_KEY, ORIGINALS_KEY, check_pairing, content_text
 from .options import DEFAULT_KEEP_RECENT
 from .store import head_tool_counts, read_aliases, summarised_away_ids
@@ -41,7 +41,8 @@ class Cut:
     kept: list[int]
     forced_user: int | None
     task: int | None = None
-    moved: tuple[int, ...] = ()  # the task and later user messages taken verbatim from the head (chronological)
+    moved: tuple[int, ...] = ()  # the task, later user messages and the input's own compactions taken verbatim
+    # from the head (chronological)
 
 
 def choose_cut_point(messages: list[dict], keep_recent: int = DEFAULT_KEEP_RECENT, keep_task: bool = True,
@@ -70,6 +71,7 @@ def choose_cut_point(messages: list[dict], keep_recent: int = DEFAULT_KEEP_RECEN
         kept.insert(0, forced)
     task = task_message(messages, head, kept) if keep_task else None  # the user's request, verbatim
     moved = [task] if task is not None else []
+    moved += agent_compactions(messages, head, kept)  # encrypted earlier context: no summary can read it
     if user_tokens > 0 and count is not None and verbatim_allowed(messages, head, kept):
         room = user_tokens
         for i in reversed(real_user_indices(messages)):  # the user's own words, the latest first
