@@ -137,17 +137,21 @@ def test_show_marks_the_evidence_a_summarized_record_lost(runner, tmp_path):
 
 
 def test_show_marks_what_placeholders_lost_and_nothing_on_an_uncompacted_record(runner, tmp_path):
-    out, report = tmp_path / "out.jsonl", tmp_path / "eval.json"
-    assert runner.invoke(cli, ["toolcall", str(TAU), "--keep", "1", "-o", str(out), "-q"]).exit_code == 0
-    assert runner.invoke(cli, ["eval", str(TAU), str(out), "--report", str(report), "-q"]).exit_code == 0
-    items = orjson.loads(report.read_bytes())["items"]
-    for line, item in enumerate(items, 1):
-        res = runner.invoke(cli, ["show", str(out), "--line", str(line)])
-        assert res.exit_code == 0, res.stderr
-        lost = sum(_lost(item["settings"]["after"]).values())
-        probes = sum(v["probes"] for v in item["settings"]["after"]["retention"].values())
-        if probes:
-            assert f"== evidence lost: {lost} of the {probes} probes" in res.stdout
+    out, report = tmp_path / "out.json", tmp_path / "eval.json"
+    assert runner.invoke(cli, ["toolcall", str(MINI), "--keep", "4", "-o", str(out), "-q"]).exit_code == 0
+    assert runner.invoke(cli, ["eval", str(MINI), str(out), "--report", str(report), "-q"]).exit_code == 0
+    after = orjson.loads(report.read_bytes())["items"][0]["settings"]["after"]
+    lost, probes = _lost(after), sum(v["probes"] for v in after["retention"].values())
+    assert lost and set(lost) <= {"errors", "commands"}  # placeholders keep the calls, lose the results' errors
+    res = runner.invoke(cli, ["show", str(out)])
+    assert res.exit_code == 0, res.stderr
+    assert f"== evidence lost: {sum(lost.values())} of the {probes} probes" in res.stdout
+    assert len(re.findall(r"^  - \[errors\] ", res.stdout, re.M)) == lost["errors"]
+    # tau-bench's results are data: nothing probed is said so, not "0 of 0"
+    tau = tmp_path / "tau.jsonl"
+    assert runner.invoke(cli, ["toolcall", str(TAU), "--keep", "1", "-o", str(tau), "-q"]).exit_code == 0
+    res = runner.invoke(cli, ["show", str(tau), "--line", "4"])
+    assert res.exit_code == 0 and "== evidence lost: none probed" in res.stdout
     plain = runner.invoke(cli, ["show", str(MINI)])
     assert plain.exit_code == 0 and "evidence lost" not in plain.stdout  # nothing stored: nothing to compare
 

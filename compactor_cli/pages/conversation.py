@@ -189,7 +189,9 @@ def lost_evidence(dump: dict[str, Any]) -> LostEvidence | None:
 
 def _lost_text(ev: LostEvidence) -> list[str]:
     head = (f"== evidence lost: {len(ev.lost)} of the {ev.probes} probes taken from what the compaction replaced "
-            "are no longer sent ==")
+            "are no longer sent ==" if ev.probes else
+            "== evidence lost: none probed (what the compaction replaced holds no task, words, file, error, "
+            "command or decision a probe looks for) ==")
     lines = [head] + ([f"   ({ev.note})"] if ev.note else [])
     lines += [f"  - [{p.kind}] {p.text}" for p in ev.lost]
     return lines + [""]
