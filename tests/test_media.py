@@ -13,6 +13,7 @@ import orjson
 from helpers import FIXTURES
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import conversations
 
 from compactor_cli import reclaim_tool_results, restore_conversation
 from compactor_cli.batch import process_lines
@@ -161,3 +162,25 @@ def test_a_claude_code_log_with_images_keeps_the_last_one(runner, tmp_path):
     item = orjson.loads((tmp_path / "r.json").read_bytes())["items"][0]
     assert item.get("images_cleared", 0) >= 1
     assert b"image_url" not in out.read_bytes().split(b'"cleared_parts"')[0]
+
+
+@settings(deadline=None)
+@given(conversations(), st.integers(0, 4), st.booleans(), st.one_of(st.none(), st.integers(1, 60)),
+       st.one_of(st.none(), st.integers(0, 2)), st.one_of(st.none(), st.integers(0, 2)),
+       st.one_of(st.none(), st.integers(1, 200)), st.booleans(), st.booleans())
+def test_every_combination_of_the_tier1_controls_restores_exactly(dump, keep, dedup, cut, images, thinking, cap,
+                                                                  preview, tokens):
+    """Issue 30's controls together, over generated conversations (reused IDs, compacted ones):
+    the input is never modified, restore gives it back, and a second run changes nothing."""
+    from compactor_cli.model.conversation import PLACEHOLDER_TEMPLATE
+
+    options = dict(keep=keep, dedup_reads=dedup, truncate_inputs=cut, images_keep=images, thinking_keep=thinking,
+                   max_result_tokens=cap, counter=counter_for("cl100k_base") if tokens or cap else None,
+                   placeholder=PLACEHOLDER_TEMPLATE + "\n{preview:1,1}" if preview else None)
+    before = orjson.dumps(dump)
+    new, _ = reclaim_tool_results(dump, **options)
+    assert orjson.dumps(dump) == before
+    restored, _ = restore_conversation(new)
+    assert restored == dump
+    again, res = reclaim_tool_results(new, **options)
+    assert again == new and res.reclaimed_count == 0
