@@ -162,7 +162,7 @@ def model_outputs(convs: list[tuple[str, dict]], n: int, base_url: str | None, w
             raise SystemExit(f"{work}: no model outputs there, and no server")
         with open(src, "wb") as fh:
             fh.writelines(orjson.dumps(d) + b"\n" for _, d in chosen)
-        subprocess.run(["xcompact", "summarize", "--backend", "openai", "--base-url", base_url, "--model", "local",
+        subprocess.run(["xcompact", "summarize", "--backend", "openai", "--base-url", base_url, "--summary-model", "local",
                         "--seed", "0", "--no-cache", src, "-o", out, "--report", report], check=False)
     with open(out, "rb") as fh:
         outs = [orjson.loads(line) for line in fh if line.strip()]

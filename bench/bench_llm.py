@@ -107,7 +107,7 @@ def run_set(name: str, path: str, runs: int, url: str, check_url: str, work: str
     res = xcompact("toolcall", "-q", src, "-o", t1)
     assert res.returncode == 0, res.stderr
     started = time.monotonic()
-    res = xcompact("summarize", t1, "--backend", "openai", "--base-url", url, "--model", "local", "--seed", "0",
+    res = xcompact("summarize", t1, "--backend", "openai", "--base-url", url, "--summary-model", "local", "--seed", "0",
                    "--no-cache", "-o", out, "--report", report)
     seconds = time.monotonic() - started
     doc = orjson.loads(open(report, "rb").read())

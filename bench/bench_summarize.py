@@ -107,7 +107,7 @@ def replay(before: str | None) -> None:
         report = os.path.join(tmp, "report.json")
         env = {"PYTHONPATH": os.path.abspath(tree)} if tree else {}
         with ChatServer(markdown_only(rep) if reject else rep) as server:
-            args = ["summarize", "-q", "--backend", "openai", "--base-url", server.base_url, "--model", "local",
+            args = ["summarize", "-q", "--backend", "openai", "--base-url", server.base_url, "--summary-model", "local",
                     "--keep-recent", "6", "--summary-input-tokens", "4000", "--max-summary-tokens", "600",
                     "--concurrency", "1", "--no-cache", src, "-o", os.path.join(tmp, "out.jsonl"), "--report", report]
             if not reject:

@@ -31,7 +31,7 @@ def write_convs(tmp_path, n=1, rounds=20, name="in.jsonl"):
 def run(runner, server, src, tmp_path, *extra, env=None):
     out = tmp_path / "out.jsonl"
     report = tmp_path / "report.json"
-    args = ["summarize", "--backend", "openai", "--base-url", server.base_url, "--model", "test-model",
+    args = ["summarize", "--backend", "openai", "--base-url", server.base_url, "--summary-model", "test-model",
             "--keep-recent", "6", str(src), "-o", str(out), "--report", str(report), *extra]
     if "--cache-dir" not in extra:
         args.append("--no-cache")

@@ -182,7 +182,7 @@ def replay_run(runner, tmp_path, repair, *extra, handler=None):
         # as recorded: the system prompt replaced (sent to the model), a 600-token summary asked for
         # (the compaction note's tokens count in --max-summary-tokens, so it is that much larger); the
         # recording predates the task kept verbatim and the evidence section, which change the request
-        res = runner.invoke(cli, ["summarize", "--backend", "openai", "--base-url", server.base_url, "--model", "local",
+        res = runner.invoke(cli, ["summarize", "--backend", "openai", "--base-url", server.base_url, "--summary-model", "local",
                                   "--keep-recent", "6", "--summary-input-tokens", "4000", "--replace-system",
                                   "--max-summary-tokens", str(600 + NOTE_TOKENS),
                                   "--no-cache", "--concurrency", "1", "--no-keep-task", "--no-evidence",

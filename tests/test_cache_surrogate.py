@@ -24,7 +24,7 @@ def test_a_lone_surrogate_in_an_answer_does_not_crash_the_run(runner, tmp_path):
     src.write_bytes(b"".join(orjson.dumps(long_conv(rounds=12)) + b"\n" for _ in range(2)))
     out, cache = tmp_path / "out.jsonl", tmp_path / "cache"
     with ChatServer(_answer_with_a_lone_surrogate) as server:
-        res = runner.invoke(cli, ["summarize", "--backend", "openai", "--base-url", server.base_url, "--model", "m",
+        res = runner.invoke(cli, ["summarize", "--backend", "openai", "--base-url", server.base_url, "--summary-model", "m",
                                   "--structured", "markdown", "--keep-recent", "6", str(src), "-o", str(out),
                                   "--cache-dir", str(cache)])
     assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)

@@ -309,3 +309,16 @@ def test_every_status_is_documented():
 
     report = (ROOT / "docs" / "report.md").read_text()
     assert [s.value for s in Status if f"`{s.value}`" not in report] == []
+
+
+def test_summarize_takes_summary_model_and_its_old_model_spelling_warns(runner, tmp_path):
+    """Issue 31: one name for the summariser's model in every command; summarize's old --model
+    still works, with a warning, and the two together are a usage error."""
+    src = ROOT / "fixtures" / "taubench_airline_5.jsonl"
+    new = runner.invoke(cli, ["summarize", str(src), "--summary-model", "m", "--dry-run"])
+    old = runner.invoke(cli, ["summarize", str(src), "--model", "m", "--dry-run"])
+    assert new.exit_code == old.exit_code == 0
+    assert "--model is now --summary-model" in old.stderr and "--model is now" not in new.stderr
+    assert not re.search(r"^  --model\b", runner.invoke(cli, ["summarize", "--help"]).stdout, re.M)  # hidden
+    both = runner.invoke(cli, ["summarize", str(src), "--model", "m", "--summary-model", "n", "--dry-run"])
+    assert both.exit_code == 2 and "give --summary-model only" in both.stderr

@@ -293,7 +293,7 @@ def test_an_answer_whose_sections_repeat_one_another_is_replaced_by_the_extracti
     for answer, repeats in ((parrot, True), (summary_text(), False)):
         out, report = tmp_path / "out.jsonl", tmp_path / "report.json"
         with ChatServer(lambda req, answer=answer: Reply(content=answer)) as server:
-            res = runner.invoke(cli, ["summarize", "--backend", "openai", "--base-url", server.base_url, "--model", "m",
+            res = runner.invoke(cli, ["summarize", "--backend", "openai", "--base-url", server.base_url, "--summary-model", "m",
                                       "--structured", "markdown", "--no-cache", "--keep-recent", "6", str(src),
                                       "-o", str(out), "--report", str(report)])
         assert res.exit_code == 0, res.stderr

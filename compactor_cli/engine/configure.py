@@ -214,6 +214,19 @@ def _tier1_controls(command: str, values: dict[str, Any], explicit: set[str]) ->
     return v, controls
 
 
+def _old_model_spelling(values: dict[str, Any], explicit: set[str]) -> tuple[dict[str, Any], list[str]]:
+    """summarize's --model, the old spelling of --summary-model: taken, with a warning."""
+    if values.get("model") is None:
+        return values, []
+    if values.get("summary_model") is not None:
+        raise UsageError("--model and --summary-model both name the summariser's model in summarize: "
+                         "give --summary-model only")
+    explicit.add("summary_model")
+    return ({**values, "summary_model": values["model"]},
+            ["summarize --model is now --summary-model (the same name as in compact); --model still works "
+             "for now"])
+
+
 def _kept(value: tuple[str, int] | None) -> int | None:
     """N of ``--images keep-last N`` / ``--thinking keep-last N``."""
     return None if value is None else int(value[1])
@@ -249,6 +262,7 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = (),
     if command == "summarize":
         from ..tiers.options import SummarizeOptions
 
+        v, renamed = _old_model_spelling(v, explicit)
         dry_run = v["dry_run"]
         backend, params, warnings = _backend(v, explicit, dry_run=dry_run, config_file=config_file)
         keep_originals = v["originals"] == "keep"
@@ -263,7 +277,7 @@ def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = (),
         return Configured(command, Settings("summarize", keep_originals=keep_originals, strict=strict,
                                             encoding=v["encoding"], summary=summary, backend=backend,
                                             write_output=not dry_run, dry_run=dry_run),
-                          params, tuple(warnings))
+                          params, tuple(renamed + warnings))
     if command == "compact":
         from ..tiers.compact import resolve_threshold
         from ..tiers.options import DEFAULT_KEEP_RECENT, Policy

@@ -292,7 +292,13 @@ dry_run = click.option("--dry-run", is_flag=True,
                             "summariser stands in).")
 
 
-def _backend_opts(model_flag: str) -> list[Slot]:
+#: summarize's old spelling of --summary-model (its --model), kept hidden: it still works, with a warning.
+old_model = click.option("--model", "model", default=None, hidden=True,
+                         help="The old spelling of --summary-model (the summariser's model); use --summary-model.")
+
+
+def _backend_opts() -> list[Slot]:
+    """The summariser's options, the same on every command that summarises."""
     return [
         click.option("--backend", default="auto", show_default=True, callback=_backend_name,
                      metavar="auto|extractive|openai|MODULE:ATTR",
@@ -300,9 +306,9 @@ def _backend_opts(model_flag: str) -> list[Slot]:
                           "the offline extractive one (OPENAI_API_KEY or OPENAI_BASE_URL alone never sends data); "
                           "MODULE:ATTR (or an xcompact.backends entry point): a summariser of your own implementing "
                           "the backend protocol."),
-        click.option(model_flag, "summary_model", default=None,
-                     help="Model of the openai summariser [default: gpt-4o-mini"
-                          + ("; for compact, its --model" if model_flag != "--model" else "") + "]."),
+        click.option("--summary-model", "summary_model", default=None,
+                     help="Model of the openai summariser [default: gpt-4o-mini; for compact, the conversation's "
+                          "--model]."),
         click.option("--base-url", default=None, callback=_base_url,
                      help="OpenAI-compatible server URL; chooses the openai backend [with --backend openai: "
                           "OPENAI_BASE_URL, else https://api.openai.com/v1]."),
@@ -357,21 +363,22 @@ def _params(slots: list[Slot]) -> list[click.Parameter]:
 
 
 #: The keyword arguments the backend options add to a command; all but "backend" are openai-only.
-BACKEND_KEYS = tuple(p.name for p in _params(_backend_opts("--model")) if p.name)
+BACKEND_KEYS = tuple(p.name for p in _params(_backend_opts()) if p.name)
 OPENAI_ONLY = tuple(k for k in BACKEND_KEYS if k != "backend")
 
 
 def _command_slots(command: str) -> list[Slot]:
-    """Each record command's options, in --help order. ``compact`` names its summariser's model
-    --summary-model, since its --model is the conversation's model (for the threshold)."""
+    """Each record command's options, in --help order. The summariser's model is --summary-model
+    everywhere (compact's --model is the conversation's model, for the threshold; summarize's old
+    --model is a hidden alias that warns)."""
     if command == "toolcall":
         return IO_OPTIONS + [api_ready, keep] + TIER1_CONTROLS + [trigger, fit, originals, dry_run] + TOKEN_OPTIONS
     if command == "summarize":
-        return IO_OPTIONS + [api_ready] + CUT_OPTIONS + _backend_opts("--model") + [originals, dry_run, encoding]
+        return IO_OPTIONS + [api_ready] + CUT_OPTIONS + _backend_opts() + [old_model, originals, dry_run, encoding]
     if command == "compact":
         return (IO_OPTIONS + [api_ready] + THRESHOLD_OPTIONS + [keep] + TIER1_CONTROLS + CUT_OPTIONS + ROUND_OPTIONS
                 + [dry_run]
-                + _backend_opts("--summary-model") + [originals, encoding])
+                + _backend_opts() + [originals, encoding])
     if command == "restore":
         return IO_OPTIONS + [sidecar] + TOKEN_OPTIONS
     if command == "validate":
