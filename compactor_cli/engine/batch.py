@@ -105,6 +105,9 @@ def process_lines(lines: Iterable[bytes | str], settings: Settings | str, *, sou
     ``settings``: from ``settings_for``, or a command name with its options as keywords.
     ``source`` and ``first_line`` (the line number of ``lines[0]``) name the records in the
     report items, as the CLI names them ``file:line``."""
+    if not isinstance(lines, Iterable):
+        raise UsageError("process_lines takes an iterable of lines (a list of str or bytes), got "
+                         f"{type(lines).__name__}")
     if isinstance(lines, (str, bytes, bytearray, memoryview)):
         raise UsageError("process_lines takes an iterable of lines (a list of str or bytes), not one "
                          f"{type(lines).__name__}: wrap a single line as [line]")
@@ -143,6 +146,12 @@ def report_for(settings: Settings | Configured | str, items: Iterable[ReportItem
     ``parameters``)."""
     from .report import Report
 
+    if isinstance(items, (str, bytes, dict)) or not isinstance(items, Iterable):
+        raise UsageError(f"items: expected the report items of process_lines (a list of dicts), got "
+                         f"{type(items).__name__}")
+    if not isinstance(settings, (Settings, Configured, str)):
+        raise UsageError("settings: expected a Settings, a Configured or a command name, got "
+                         f"{type(settings).__name__}")
     if isinstance(settings, Configured):
         command, parameters = settings.command, settings.parameters if parameters is None else parameters
     else:
@@ -154,6 +163,9 @@ def report_for(settings: Settings | Configured | str, items: Iterable[ReportItem
             report.note(note)
     try:
         for item in items:
+            if not isinstance(item, dict) or not isinstance(item.get("status"), str):
+                raise UsageError(f"items: each item must be a report item (a dict with a 'status'), got "
+                                 f"{type(item).__name__}")
             report.add(item)
     except BaseException:
         report.abort()

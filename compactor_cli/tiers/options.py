@@ -3,7 +3,8 @@ loading a tier (``toolcall`` never pays for the summariser)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 DEFAULT_KEEP = 12  # xun's toolcall_keep_max
 DEFAULT_KEEP_RECENT = 16  # xun's summary_keep_max
@@ -16,6 +17,37 @@ DEFAULT_TOKEN_THRESHOLD = 192_000
 DEFAULT_KEEP_USER_TOKENS = 2000
 
 
+#: How each option field is checked when the object is made (a library caller's wrong type or
+#: value is a UsageError naming it): (kind, minimum); kinds: count, optional count, flag, text, names.
+_CHECKS: dict[str, tuple[str, int]] = {
+    "keep_recent": ("optional count", 0), "max_summary_tokens": ("count", MIN_SUMMARY_TOKENS),
+    "keep_user_tokens": ("count", 0), "keep": ("count", 0), "escalation_rounds": ("count", 1),
+    "max_retries": ("count", 0), "token_threshold": ("optional count", 1), "message_threshold": ("optional count", 1),
+    "keep_turns": ("optional count", 0), "clear_at_least": ("optional count", 1),
+    "max_result_tokens": ("optional count", 1), "truncate_inputs": ("optional count", 1),
+    "images_keep": ("optional count", 0), "thinking_keep": ("optional count", 0),
+    "preserve_system": ("flag", 0), "keep_originals": ("flag", 0), "keep_task": ("flag", 0),
+    "evidence": ("flag", 0), "clear_tool_inputs": ("flag", 0), "dedup_reads": ("flag", 0),
+    "placeholder": ("text", 0), "exclude_tools": ("names", 0),
+}
+
+
+def _check_fields(obj: Any) -> None:
+    from . import arguments as check
+
+    for f in fields(obj):
+        kind, minimum = _CHECKS.get(f.name, ("", 0))
+        value = getattr(obj, f.name)
+        if kind == "count" or kind == "optional count":
+            check.count(f.name, value, minimum, optional=kind == "optional count")
+        elif kind == "flag":
+            check.flag(f.name, value)
+        elif kind == "text":
+            check.text(f.name, value)
+        elif kind == "names":
+            check.names(f.name, value)
+
+
 @dataclass
 class SummarizeOptions:
     keep_recent: int = DEFAULT_KEEP_RECENT
@@ -25,6 +57,12 @@ class SummarizeOptions:
     keep_task: bool = True  # the task (the first real user request) stays verbatim, first after the system message
     evidence: bool = True  # the summary ends with xcompact's evidence section (files, errors, tests, commands)
     keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS  # the user's later messages kept verbatim, at most
+
+    def __post_init__(self) -> None:
+        from .arguments import count
+
+        _check_fields(self)
+        count("keep_recent", self.keep_recent)  # a number here (only compact's Policy fits it: None)
 
 
 @dataclass
@@ -53,6 +91,9 @@ class Policy:
     keep_task: bool = True  # tier 2's (SummarizeOptions)
     evidence: bool = True
     keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS
+
+    def __post_init__(self) -> None:
+        _check_fields(self)
 
     @property
     def threshold(self) -> int:

@@ -215,6 +215,9 @@ def restore_tool_results(dump: dict) -> tuple[dict, int]:
 def restore_details(dump: Any) -> RestoreDetails:
     """Give back the conversation as it was before xcompact (and xun) compacted it, and say what
     could not be given back. A bare list of messages gives a list back."""
+    from . import arguments as check
+
+    check.conversation(dump, shape=True)
     if isinstance(dump, list):
         new, restored, missing = restore_details({"messages": dump})
         return RestoreDetails(new["messages"] if list(new) == ["messages"] else new, restored, missing)

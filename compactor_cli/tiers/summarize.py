@@ -177,11 +177,15 @@ def summarize_dump(dump: dict | list, keep_recent: int = DEFAULT_KEEP_RECENT,
     import asyncio
 
     from ..model.conversation import normalize_record
+    from . import arguments as check
 
+    check.conversation(dump, shape=True)
+    check.text("encoding", encoding, optional=False)
+    check.backend(backend)
+    opts = SummarizeOptions(keep_recent, max_summary_tokens, preserve_system, keep_originals, keep_task, evidence,
+                            keep_user_tokens)  # checks each option's type and range
     counter = counter_for(encoding, dump.get("model") if isinstance(dump, dict) else None)
     if backend is None or isinstance(backend, (str, BackendConfig)):
         backend = make_backend(backend, counter.text, max_summary_tokens)
     dump, _ = normalize_record(dump)
-    opts = SummarizeOptions(keep_recent, max_summary_tokens, preserve_system, keep_originals, keep_task, evidence,
-                            keep_user_tokens)
     return asyncio.run(run_and_close(summarize_conversation(dump, opts, backend, counter), backend))

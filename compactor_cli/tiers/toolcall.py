@@ -97,17 +97,33 @@ class ToolCallCompactResult:
     deduped_reads: int = 0  # with dedup_reads: earlier reads a later one repeats (counted in reclaimed_count)
 
 
-def _check_args(dump: Any, keep: Any) -> None:
+def _check_args(dump: Any, keep: Any, options: dict[str, Any]) -> None:
     """Wrong types from a library caller are the package's own errors, not a TypeError from deep inside."""
-    from ..errors import InvalidInputError, UsageError
+    from . import arguments as check
 
-    if isinstance(dump, dict):
-        if not isinstance(dump.get("messages"), list):
-            raise InvalidInputError("a dump needs a 'messages' list")
-    elif not isinstance(dump, list):
-        raise InvalidInputError(f"expected a dumps() dict or a list of messages, got {type(dump).__name__}")
-    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
-        raise UsageError(f"keep must be a non-negative integer, got {keep!r}")
+    check.conversation(dump)
+    check.count("keep", keep)
+    for name in ("keep_turns", "images_keep", "thinking_keep"):
+        check.count(name, options[name], optional=True)
+    for name in ("clear_at_least", "max_result_tokens", "truncate_inputs"):
+        check.count(name, options[name], minimum=1, optional=True)
+    for name in ("keep_originals", "clear_tool_inputs", "dedup_reads"):
+        check.flag(name, options[name])
+    check.names("exclude_tools", options["exclude_tools"])
+    check.text("placeholder", options["placeholder"])
+    if options["placeholder"] is not None:
+        from ..errors import UsageError
+        from ..model.placeholders import TemplateError
+
+        try:
+            template(options["placeholder"])
+        except TemplateError as exc:
+            raise UsageError(str(exc)) from None
+    offsets = options["key_offsets"]
+    if offsets is not None and not (isinstance(offsets, dict) and all(
+            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0
+            for k, v in offsets.items())):
+        raise InvalidInputError("key_offsets must map tool-call IDs to counts of archived results")
 
 
 def tool_names(messages: list[dict]) -> dict[int, str]:
@@ -172,7 +188,11 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
     ``key_offsets`` (how many results per ID the archive holds) is computed from the dump when
     not given. Returns a new dump; the input is not modified.
     """
-    _check_args(dump, keep)
+    _check_args(dump, keep, dict(keep_originals=keep_originals, key_offsets=key_offsets, exclude_tools=exclude_tools,
+                                 keep_turns=keep_turns, clear_at_least=clear_at_least, placeholder=placeholder,
+                                 clear_tool_inputs=clear_tool_inputs, max_result_tokens=max_result_tokens,
+                                 dedup_reads=dedup_reads, truncate_inputs=truncate_inputs, images_keep=images_keep,
+                                 thinking_keep=thinking_keep))
     if isinstance(dump, list):
         new, result = reclaim_tool_results({"messages": dump}, keep, keep_originals, key_offsets,
                                            exclude_tools=exclude_tools, keep_turns=keep_turns,
