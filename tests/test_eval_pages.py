@@ -170,9 +170,9 @@ def test_prices_and_the_cost_column():
 
 
 def test_usage_is_summed_from_the_items_per_backend_and_priced():
-    """What the items of a model backend carry (model_calls, and the server's usage per item,
-    rounds of compact included) summed per setting, backend and model; the table's columns and
-    the report's usage, valid against the schema."""
+    """What the items of a model backend carry (model_calls, and the server's usage per item)
+    summed per setting, backend and model; the table's columns and the report's usage, valid
+    against the schema."""
     run = EvalRun(["summarize", "toolcall"], {"summarize": Evaluation(records=0), "toolcall": Evaluation(records=0)})
     items = [
         {"status": "SUMMARIZED", "backend": "openai", "model": "m", "model_calls": 2,
@@ -180,16 +180,15 @@ def test_usage_is_summed_from_the_items_per_backend_and_priced():
         {"status": "SUMMARIZED", "backend": "openai", "model": "m", "model_calls": 1,
          "usage": {"prompt_tokens": 800, "completion_tokens": 100}},
         {"status": "SUMMARIZE_FAILED", "backend": "openai", "model": "m", "model_calls": 4},
-        {"status": "RECLAIMED", "rounds": [{"tier": 1}, {"tier": 2, "backend": "openai", "model": "m",
-                                                          "model_calls": 1, "usage": {"prompt_tokens": 10,
-                                                                                      "completion_tokens": 5}}]},
+        {"status": "SUMMARIZED", "rounds": [{"tier": 1}, {"tier": 2}], "backend": "openai", "model": "m",
+         "model_calls": 1, "usage": {"prompt_tokens": 10, "completion_tokens": 5}},  # compact's item
         {"status": "SUMMARIZED", "backend": "extractive", "model": None, "model_calls": 0},
     ]
     for item in items:
         run.add_usage("summarize", item)
     run.add_usage("toolcall", {"status": "RECLAIMED"})
     (key, u), = run.usage["summarize"].items()
-    assert key == ("openai", "m") and (u.calls, u.records) == (8, 3)
+    assert key == ("openai", "m") and (u.calls, u.records) == (8, 4)
     assert (u.prompt_tokens, u.completion_tokens, u.cached_tokens) == (2010, 405, 1000)
     prices = parse_prices(["m=1/2/0.5"])
     text = table(run, prices)
@@ -200,7 +199,7 @@ def test_usage_is_summed_from_the_items_per_backend_and_priced():
     assert plain.split()[0] == "toolcall"
     doc = report_of(run, {"price": {"m": [1, 2, 0.5]}}, prices)
     (entry,) = doc["settings"]["summarize"]["usage"]
-    assert entry == {"backend": "openai", "model": "m", "records": 3, "calls": 8, "prompt_tokens": 2010,
+    assert entry == {"backend": "openai", "model": "m", "records": 4, "calls": 8, "prompt_tokens": 2010,
                      "completion_tokens": 405, "cached_tokens": 1000, "cost_usd": round(cost, 6)}
     assert "usage" not in doc["settings"]["toolcall"]
     assert schema_problems(doc, "eval") == []

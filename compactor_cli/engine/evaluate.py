@@ -135,16 +135,15 @@ class EvalRun:
             self.totals[n].add(ev)
 
     def add_usage(self, setting: str, item: Mapping[str, Any]) -> None:
-        """The model requests of one record's report item (and of its compaction rounds)."""
-        for fields in [item, *(r for r in item.get("rounds") or () if isinstance(r, dict))]:
-            backend = fields.get("backend")
-            if not isinstance(backend, str) or (backend == "extractive" and not fields.get("model_calls")):
-                continue
-            model = fields.get("model") if isinstance(fields.get("model"), str) else None
-            usage = self.usage.setdefault(setting, {}).setdefault((backend, model), Usage())
-            usage.add_item(fields)
-            if fields is item:
-                usage.records += 1
+        """The model requests of one record's report item: its ``model_calls`` and the server's
+        ``usage`` (compact sums its summary rounds' into the item's)."""
+        backend = item.get("backend")
+        if not isinstance(backend, str) or (backend == "extractive" and not item.get("model_calls")):
+            return
+        model = item.get("model") if isinstance(item.get("model"), str) else None
+        usage = self.usage.setdefault(setting, {}).setdefault((backend, model), Usage())
+        usage.add_item(item)
+        usage.records += 1
 
 
 def try_settings(spec: str) -> Configured:
