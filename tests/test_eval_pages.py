@@ -73,6 +73,8 @@ def _assert_eval_page_matches(tmp_path: Path, page: Path, doc: dict, shot: str) 
     return dom
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_the_eval_page_shows_the_reports_numbers_in_a_browser(tmp_path):
     report, page = tmp_path / "eval.json", tmp_path / "eval.html"
     res = xcompact("eval", MINI, TAU, *[a for t in TRIES for a in ("--try", t)], "--report", report, "--html", page)
@@ -101,6 +103,8 @@ def test_the_eval_page_shows_the_reports_numbers_in_a_browser(tmp_path):
     assert 'data-essential="summarize"' in again and "eval-records/" not in again and lowest[0] in again
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 @pytest.mark.skipif(not CODEX.is_dir(), reason="the shared data set is not beside this checkout")
 def test_the_eval_page_of_the_shared_codex_sessions(tmp_path):
     """The issue's run: three settings on the shared Codex sessions; the page in a browser."""
@@ -114,6 +118,8 @@ def test_the_eval_page_of_the_shared_codex_sessions(tmp_path):
     assert len(list((tmp_path / "eval-records").glob("*.html"))) >= 3
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_show_marks_the_evidence_a_summarized_record_lost(runner, tmp_path):
     out, report, page = tmp_path / "out.json", tmp_path / "eval.json", tmp_path / "view.html"
     assert runner.invoke(cli, ["summarize", str(MINI), "--backend", "extractive", "-o", str(out), "-q"]).exit_code == 0
@@ -230,3 +236,18 @@ def test_bad_prices_are_usage_errors(runner):
     res = runner.invoke(cli, ["eval", str(MINI), "--try", "summarize", "--price", "gpt-4o=cheap"])
     assert res.exit_code == 2 and "--price 'gpt-4o=cheap'" in res.stderr and "Traceback" not in res.stderr
 
+
+
+def test_the_record_pages_replace_an_earlier_runs_and_a_folder_that_cannot_be_is_one_line(runner, tmp_path):
+    page, folder = tmp_path / "e.html", tmp_path / "e-records"
+    folder.write_text("a file where the folder goes")
+    res = runner.invoke(cli, ["eval", str(MINI), "--try", "summarize", "--html", str(page), "-q"])
+    assert res.exit_code == 1 and f"error: cannot write the record pages in {folder}" in res.stderr
+    assert "Traceback" not in res.stderr
+    folder.unlink()
+    folder.mkdir()
+    (folder / "9-9.html").write_text("an earlier run's page")
+    (folder / "notes.txt").write_text("someone's notes")
+    assert runner.invoke(cli, ["eval", str(MINI), "--try", "summarize", "--html", str(page), "-q"]).exit_code == 0
+    assert sorted(p.name for p in folder.iterdir()) == ["1-1.html", "notes.txt"]
+    assert 'href="e-records/1-1.html"' in page.read_text()

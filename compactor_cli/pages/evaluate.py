@@ -111,7 +111,9 @@ def write_eval_pages(path: str, doc: dict[str, Any], worst: dict[str, list[Any]]
     record in ``worst`` (setting -> ``engine.evaluate.Candidate``, worst first): the compacted
     record as ``show`` draws it, with the probes it lost. Returns how many record pages."""
     import os
+    import re
 
+    from ..errors import OutputError
     from ..model.tokens import counter_for
     from .conversation import LostEvidence, render_html, view_of
     from .templating import write_page
@@ -119,7 +121,13 @@ def write_eval_pages(path: str, doc: dict[str, Any], worst: dict[str, list[Any]]
     links: dict[tuple[str, str], str] = {}
     if path != "-" and any(worst.values()):
         folder = os.path.splitext(path)[0] + "-records"
-        os.makedirs(folder, exist_ok=True)
+        try:
+            os.makedirs(folder, exist_ok=True)
+            for old in os.listdir(folder):  # the pages of an earlier run (only ours: N-N.html)
+                if re.fullmatch(r"\d+-\d+\.html", old):
+                    os.unlink(os.path.join(folder, old))
+        except OSError as exc:
+            raise OutputError(f"cannot write the record pages in {folder}: {exc.strerror or exc}") from None
         counter = counter_for(encoding)
         version = doc.get("version") or "?"
         back = os.path.relpath(path, folder)
