@@ -26,7 +26,8 @@ ROOT = Path(compactor_cli.__file__).resolve().parent
 
 
 #: Rank of each folder (first name under the package). Same rank, different folder: siblings.
-FOLDER_RANK = {"model": 0, "evidence": 0.5, "files": 1, "formats": 2, "backends": 2, "tiers": 3, "pages": 3.5, "engine": 4, "cli": 6}
+FOLDER_RANK = {"model": 0, "evidence": 0.5, "files": 1, "formats": 2, "backends": 2, "tiers": 3, "pages": 3.5,
+               "commands": 3.75, "engine": 4, "cli": 6}
 #: Top-level modules: the package, the façades at the documented paths (rank 5), the entry point.
 TOP_LEVEL = {"": ("facade", 5), "batch": ("facade", 5), "ray": ("facade", 5), "parquet": ("facade", 5),
              "__main__": ("__main__", 7)}

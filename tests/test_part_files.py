@@ -89,7 +89,7 @@ def test_j2_writes_the_j1_bytes_and_leaves_no_part(src, tmp_path, out_name):
 
 
 def test_ranges_in_flight_when_a_file_stops_leave_no_part_and_close_removes_the_directory(src, monkeypatch):
-    from compactor_cli.engine.settings import Settings
+    from compactor_cli.commands.settings import Settings
 
     monkeypatch.setattr(executors, "CHUNK_BYTES", 20000)
     parallel = executors.ParallelOutcomes(Settings("toolcall", count_tokens=False), 2)

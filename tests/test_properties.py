@@ -85,7 +85,7 @@ def test_only_old_results_change_and_only_to_their_placeholder(dump, keep):
 # ---- through the record pipeline (bytes in, bytes out), every command and both shapes
 
 from compactor_cli.engine.executors import Processor  # noqa: E402
-from compactor_cli.engine.settings import BackendConfig, Settings  # noqa: E402
+from compactor_cli.commands.settings import BackendConfig, Settings  # noqa: E402
 from compactor_cli.files.records import Record  # noqa: E402
 from compactor_cli.model.tokens import TokenCounter  # noqa: E402
 from compactor_cli.tiers.compact import Policy  # noqa: E402

@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from ..engine import params as opt
-from ..engine.params import MAX_INT, options_of
+from ..commands import options as opt
+from ..commands.options import MAX_INT, options_of
 from ..engine.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from ..errors import InvalidInputError, UsageError, XCompactError
 from ..version import __version__

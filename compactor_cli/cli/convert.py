@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import click
 
-from ..engine import params as opt
-from ..engine.settings import RunIO, Settings
+from ..commands import options as opt
+from ..commands.settings import RunIO, Settings
 from ..model.format_names import FORMATS
 from .launch import CONTEXT_SETTINGS, run_io
 

@@ -1,5 +1,5 @@
 """From click's values to the engine and back to an exit code: the typed options are built
-once here (engine.configure) and handed on; what the engine raises becomes a one-line error and
+once here (commands.configure) and handed on; what the engine raises becomes a one-line error and
 an exit code. Progress goes to stderr, only for a person watching a terminal."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def _config_callback(ctx: click.Context, param: click.Parameter, value: str | No
 
 
 #: --config: the command line's alone (the batch function reads no file); the commands' option
-#: lists (engine/params.py) leave a slot for it.
+#: lists (commands/options.py) leave a slot for it.
 config_option = click.option("--config", metavar="FILE", is_eager=True, expose_value=False, callback=_config_callback,
                              help="TOML file of option defaults ([tool.xcompact] tables), trusted with every option "
                                   "but --in-place [default: ./pyproject.toml, which may not set the options that "
@@ -62,7 +62,7 @@ def progress_for(quiet: bool) -> Any:
 
 def run(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> None:
     """A record command's options, typed, to the engine (local or Ray)."""
-    from ..engine.settings import RunIO
+    from ..commands.settings import RunIO
 
     ctx = click.get_current_context()
     for name, source in ctx.meta.get("xcompact_config_destructive", []):
@@ -175,8 +175,8 @@ def _explicit(name: str) -> bool:
 def configured(command: str, kw: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """(batch.Configured, the run's io options). Record options become Settings through the
     same function the library uses (batch.build), so they are defined once."""
-    from ..engine.configure import build
-    from ..engine.params import RUN_OPTIONS
+    from ..commands.configure import build
+    from ..commands.options import RUN_OPTIONS
 
     _refuse_untrusted_config()
     io = {k: v for k, v in kw.items() if k in RUN_OPTIONS}

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..engine import params as opt
-from ..engine.params import MAX_INT
+from ..commands import options as opt
+from ..commands.options import MAX_INT
 from ..engine.report import EXIT_FAILED, EXIT_OK
 from ..errors import InvalidInputError, OutputError
 from ..version import __version__

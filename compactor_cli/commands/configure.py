@@ -10,7 +10,7 @@ from typing import Any
 
 from ..backends.config import BackendConfig, OpenAIConfig, choose_backend_name
 from ..errors import UsageError
-from .params import COMMANDS, OPENAI_ONLY, RUN_OPTIONS, click_command
+from .options import COMMANDS, OPENAI_ONLY, RUN_OPTIONS, click_command
 from .settings import Settings
 
 

@@ -18,7 +18,7 @@ Compressed files (``.gz``, ``.zst``, ``.bz2``, ``.xz``, chosen by suffix) are re
 streamed, as the CLI does: ``process_lines(read_lines("data.jsonl.zst"), settings)`` and
 ``write_lines("out.jsonl.zst", result.lines)`` (atomic) give the CLI's output for them.
 
-Options are declared once (engine/params.py), for the command line and here: ``settings_for``
+Options are declared once (commands/options.py), for the command line and here: ``settings_for``
 takes the long flag names (``--keep-recent`` is ``keep_recent``, ``--no-tokens`` is
 ``no_tokens``, ``compact --model`` is ``model``), fills in the same defaults and checks values
 the same way (a bad value is a ``UsageError`` with the CLI's message). A ``pyproject.toml`` or
@@ -32,13 +32,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..commands.configure import Configured, build, configure, option_defaults, settings_for
+from ..commands.options import COMMANDS, RUN_OPTIONS
+from ..commands.settings import Settings
 from ..errors import UsageError
 from ..files.records import Record
-from .configure import Configured, build, configure, option_defaults, settings_for
 from .executors import Processor
-from .params import COMMANDS, RUN_OPTIONS
 from .report import ReportItem
-from .settings import Settings
 from .step import Outcome
 
 __all__ = ["COMMANDS", "RUN_OPTIONS", "BatchResult", "Configured", "Processor", "build", "configure", "option_defaults",

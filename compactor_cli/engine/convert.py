@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, cast
 
+from ..commands.settings import Settings
 from ..errors import InvalidInputError
 from ..files.exact import RISKY_NUMBER
 from ..files.records import Record, dump_bytes
 from ..formats import parse_record
 from ..formats.convert import Notes, check_carried, convert, to_plain_openai
 from .report import ReportItem
-from .settings import Settings
 from .step import Outcome, unexpected_error
 
 

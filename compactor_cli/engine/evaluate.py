@@ -17,13 +17,13 @@ from typing import Any
 
 import orjson
 
+from ..commands.configure import Configured, build
+from ..commands.options import RUN_OPTIONS, click_command
 from ..errors import InvalidInputError, UsageError
 from ..evidence.evaluate import Evaluation, evaluate, replaced_part
 from ..evidence.harness import task_index
 from ..evidence.probes import ESSENTIAL, KINDS, Probe, probes_of, retention, sent_text
 from ..model.tokens import counter_for
-from .configure import Configured, build
-from .params import RUN_OPTIONS, click_command
 
 TRY_COMMANDS = ("toolcall", "summarize", "compact")
 AFTER = "after"  # the name of the one setting of the BEFORE AFTER mode
@@ -126,7 +126,8 @@ class EvalRun:
         return [c for _, _, c in sorted(self._worst.get(setting, []), key=lambda e: (-e[0][0], -e[0][1]))]
 
     def add_measured(self, where: str, before: list[dict[str, Any]], afters: dict[str, list[dict[str, Any]]],
-                  found: dict[str, Evaluation], written: dict[str, dict[str, Any] | bytes], fmt: str) -> None:
+                     found: dict[str, Evaluation], written: dict[str, dict[str, Any] | bytes], fmt: str) -> None:
+        """One record measured: its figures counted, and kept for a page if among the worst."""
         for name, ev in found.items():
             if ev.essential is not None and self.keep_worst:
                 self.offer(Candidate(where, name, ev.essential, before, afters, written[name], fmt))

@@ -24,12 +24,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..commands.settings import Settings
 from ..errors import InvalidInputError
 from ..files.compression import LIMIT_VARIABLE, RecordTooLarge, max_record_bytes, size_text
 from ..files.parts import PARTS_PREFIX, Part, remove_stale_parts, unlink_part
 from ..files.records import CHANGED_INPUT, Record, input_identity
 from ..model.tokens import Counters
-from .settings import Settings
 from .step import OPERATIONS, Outcome, Transform, process_record, process_record_async
 
 if TYPE_CHECKING:  # asyncio and the process pool are imported where used: a run without a model or

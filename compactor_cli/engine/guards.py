@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..commands.settings import RunIO
 from ..errors import InvalidInputError, UsageError
 from ..files.targets import STDIN, Target
-from .settings import RunIO
 from .step import Outcome
 
 

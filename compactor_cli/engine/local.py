@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ..commands.settings import RunIO, Settings
 from ..errors import InvalidInputError, OutputError, UsageError
 from ..files.compression import codec_of
 from ..files.journal import CHECKPOINT_SECONDS, Checkpoint, Journal, JournalBusy, fingerprint, journal_path
@@ -35,7 +36,6 @@ from .executors import Outcomes, ParallelOutcomes, Processor
 from .guards import abort_quietly, plan_sidecars, refuse_log_in_place
 from .report import EXIT_INTERRUPTED, EXIT_OK, EXIT_STDOUT_CLOSED, Report, ReportError
 from .run import Console, Emit, start_report
-from .settings import RunIO, Settings
 from .step import Outcome
 
 #: The clause of a wrong ``--from`` error (formats.detect.wrong_format), said once per file.

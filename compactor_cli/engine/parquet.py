@@ -21,10 +21,10 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..commands.settings import Settings
 from ..files.records import Record
 from .batch import Configured, configure, output_of, processor_for
 from .report import ReportItem
-from .settings import Settings
 
 MESSAGES_COLUMN = "messages"
 JSON_COLUMN = "conversation_json"

@@ -51,13 +51,13 @@ import ray.data
 from ray.data.block import BlockMetadata
 from ray.data.datasource import Datasource, ReadTask
 
+from ..commands.settings import Settings
 from ..errors import InvalidInputError, UsageError
 from ..files.compression import codec_of, compress_bytes, decompress_bytes, open_decoded, plain_name
 from ..files.records import Record
 from ..files.targets import is_input_name, is_jsonl_name
 from .batch import COMMANDS, configure, output_of, processor_for
 from .run import Console, start_report
-from .settings import Settings
 
 #: Target size of a block of records (the unit of work of one task). 16 MiB rather than 4: each task
 #: also pays scheduling and a block transfer, which 4 MiB tasks (~0.3 s of work) paid 12% more of

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..commands.settings import Settings
 from ..errors import BackendError, InvalidInputError
 from ..files.exact import RISKY_NUMBER, duplicated_keys
 from ..files.records import NeedsExactParse, Record, dump_bytes, lossless_problems
@@ -31,7 +32,6 @@ from ..status import Status
 from ..tiers.result import TierResult
 from ..tiers.toolcall import reclaim_tool_results
 from .report import ReportItem
-from .settings import Settings
 
 #: Warnings listed per item in the report; the count is always exact.
 MAX_WARNINGS_LISTED = 20

@@ -1,4 +1,4 @@
-"""The tiers' own options and defaults, light enough for ``engine.settings`` to import without
+"""The tiers' own options and defaults, light enough for ``commands.settings`` to import without
 loading a tier (``toolcall`` never pays for the summariser)."""
 
 from __future__ import annotations
