@@ -4,6 +4,10 @@ tests/util.py; conftest.py holds only the fixtures pytest injects."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import orjson
@@ -48,34 +52,60 @@ def journals_dir() -> Path:
     return Path(os.environ["XDG_CACHE_HOME"]) / "xcompact" / "journals"
 
 
-def wait_for_checkpoint(proc, min_offset: int = 1) -> None:
-    """Until some journal records at least ``min_offset`` input bytes done (fails if the run ends first)."""
-    import time
+def journal_states() -> list[dict]:
+    """The --resume journals of this test's runs as they stand now (one removed or unreadable
+    while it is looked at is left out: runs replace them atomically and delete them at the end)."""
+    states = []
+    for j in journals_dir().glob("*.json"):
+        try:
+            state = orjson.loads(j.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            continue
+        if isinstance(state, dict):
+            states.append(state)
+    return states
 
-    deadline = time.monotonic() + 60
+
+def checkpointed_offset(state: dict) -> int:
+    """How many input bytes of its current input a journal records done."""
+    return (state.get("current") or {}).get("input_offset", 0)
+
+
+def start_run(argv: list[str], env: dict[str, str] | None = None, **popen) -> subprocess.Popen:
+    """``xcompact ARGV`` in the background, checkpointing every 10 ms, at the lowest CPU priority
+    (nice 19). A test watches its journal and stops it part way; under pytest -n, beside other
+    users of the machine, a run at the test's own priority could get from the checkpoint the test
+    waited for to its very end between two of the test's looks (6 MB take ~1 s), and the test then
+    failed. At nice 19 the watching test runs first whenever the CPUs are busy."""
+    env = {**os.environ, "XCOMPACT_CHECKPOINT_SECONDS": "0.01", **(env or {})}
+    popen.setdefault("stdout", subprocess.DEVNULL)
+    popen.setdefault("stderr", subprocess.DEVNULL)
+    return subprocess.Popen([sys.executable, "-m", "compactor_cli", *argv], env=env,
+                            preexec_fn=lambda: os.nice(19), **popen)
+
+
+def wait_for_journal(proc: subprocess.Popen, ready, timeout: float = 300) -> bool:
+    """Until some journal's state satisfies ``ready`` (True) or the run has ended (False)."""
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for j in journals_dir().glob("*.json"):
-            try:
-                state = orjson.loads(j.read_bytes())
-            except orjson.JSONDecodeError:
-                continue
-            if (state.get("current") or {}).get("input_offset", 0) >= min_offset:
-                return
-        assert proc.poll() is None, "the run ended before its checkpoint"
+        if any(ready(state) for state in journal_states()):
+            return True
+        if proc.poll() is not None:
+            return False
         time.sleep(0.01)
-    raise AssertionError("no checkpoint was written")
+    raise AssertionError("the run's journal never got there")
+
+
+def wait_for_checkpoint(proc: subprocess.Popen, min_offset: int = 1) -> None:
+    """Until some journal records at least ``min_offset`` input bytes done (fails if the run ends first)."""
+    assert wait_for_journal(proc, lambda state: checkpointed_offset(state) >= min_offset), \
+        "the run ended before its checkpoint"
 
 
 def killed_run(argv: list[str], min_offset: int, cwd: os.PathLike | str | None = None) -> None:
-    """Run ``xcompact ARGV`` with a checkpoint every 10 ms and SIGKILL it once one records at
-    least ``min_offset`` input bytes done: an interrupted run for --resume to continue."""
-    import signal
-    import subprocess
-    import sys
-
-    proc = subprocess.Popen([sys.executable, "-m", "compactor_cli", *argv], cwd=cwd,
-                            env={**os.environ, "XCOMPACT_CHECKPOINT_SECONDS": "0.01"},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    """Run ``xcompact ARGV`` (start_run) and SIGKILL it once a checkpoint records at least
+    ``min_offset`` input bytes done: an interrupted run for --resume to continue."""
+    proc = start_run(argv, cwd=cwd)
     try:
         wait_for_checkpoint(proc, min_offset=min_offset)
     finally:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from helpers import FIXTURES, ROOT, read_jsonl, tool_conv
+from helpers import FIXTURES, ROOT, read_jsonl, start_run, tool_conv
 
 from compactor_cli.cli import cli
 
@@ -261,8 +261,10 @@ def test_a_second_run_on_the_same_output_refuses_while_the_first_writes(big, tmp
     assert xcompact("toolcall", "-q", "-j", "1", str(big), "-o", str(ref)).returncode == 0
     out = tmp_path / "out" / "o.jsonl"
     out.parent.mkdir()
-    a = popen("toolcall", "-q", "-j", "1", str(big), "-o", str(out),
-              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # at low priority (start_run): on a busy machine, A at this test's priority could write its
+    # whole output between two looks for its partial file
+    a = start_run(["toolcall", "-q", "-j", "1", str(big), "-o", str(out)], stdout=subprocess.PIPE,
+                  stderr=subprocess.PIPE)
     try:
         _wait_until(lambda: any(p.name.startswith(".") and p.name.endswith("partial") for p in out.parent.iterdir()),
                     a, "its partial output existed")

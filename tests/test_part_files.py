@@ -29,8 +29,8 @@ def xcompact(*args: str, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "compactor_cli", *args], capture_output=True, timeout=300, **kw)
 
 
-def _parts_dirs() -> list[str]:
-    return [n for n in os.listdir(tempfile.gettempdir()) if n.startswith(f"{PARTS_PREFIX}")]
+def _parts_dirs(tmp: os.PathLike) -> list[str]:
+    return [n for n in os.listdir(tmp) if n.startswith(PARTS_PREFIX)]
 
 
 @pytest.fixture
@@ -71,10 +71,13 @@ def test_a_spliced_part_extends_an_atomic_file_and_its_crc(tmp_path, monkeypatch
 
 @pytest.mark.parametrize("out_name", ["out.jsonl", "out.jsonl.gz", "-"])
 def test_j2_writes_the_j1_bytes_and_leaves_no_part(src, tmp_path, out_name):
-    before = set(_parts_dirs())
+    # a temporary directory of its own: under pytest -n the other workers' -j runs make and
+    # remove their parts directories in the shared one at any moment
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
     ref = tmp_path / "ref.jsonl"
     assert xcompact("toolcall", "-q", "-j", "1", str(src), "-o", str(ref)).returncode == 0
-    env = {**os.environ, **ENV}
+    env = {**os.environ, **ENV, "TMPDIR": str(tmp)}
     if out_name == "-":
         proc = xcompact("toolcall", "-q", "-j", "2", str(src), env=env)
         got = proc.stdout
@@ -84,7 +87,7 @@ def test_j2_writes_the_j1_bytes_and_leaves_no_part(src, tmp_path, out_name):
         got = gzip.decompress(got) if out_name.endswith(".gz") else got
     assert proc.returncode == 0, proc.stderr
     assert got == ref.read_bytes()
-    assert set(_parts_dirs()) <= before
+    assert _parts_dirs(tmp) == []
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".xcompact-")] == []
 
 

@@ -8,12 +8,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import orjson
 import pytest
-from helpers import tool_conv
+from helpers import start_run, tool_conv, wait_for_checkpoint
 
 from compactor_cli.engine import executors as parallel
 
@@ -76,20 +75,13 @@ def test_a_killed_range_run_resumes_to_the_same_bytes(tmp_path):
     assert xcompact("toolcall", "--keep", "2", "-j", "1", "-q", str(src), "-o", str(ref)).returncode == 0
     out, rep = tmp_path / "out" / "o.jsonl", tmp_path / "out" / "r.json"
     args = ["toolcall", "--keep", "2", "-j", "2", "-q", str(src), "-o", str(out), "--report", str(rep)]
-    env = {**os.environ, "XCOMPACT_CHECKPOINT_SECONDS": "0", "XCOMPACT_TEST_CHUNK_BYTES": "200000"}
-    proc = subprocess.Popen([sys.executable, "-m", "compactor_cli", *args], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    journals = Path(os.environ["XDG_CACHE_HOME"]) / "xcompact" / "journals"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        states = [orjson.loads(j.read_bytes()) for j in journals.glob("*.json") if j.stat().st_size]
-        if any((s.get("current") or {}).get("input_offset", 0) > src.stat().st_size // 3 for s in states):
-            break
-        time.sleep(0.01)
-    if proc.poll() is not None:
-        pytest.skip("the run finished before it could be killed")
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
+    proc = start_run(args, env={"XCOMPACT_CHECKPOINT_SECONDS": "0", "XCOMPACT_TEST_CHUNK_BYTES": "200000"},
+                     start_new_session=True)
+    try:
+        wait_for_checkpoint(proc, min_offset=src.stat().st_size // 3 + 1)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the run and its workers
+        proc.wait(timeout=30)
     assert not out.exists()
     done = xcompact(*args, "--resume", env={**os.environ, "XCOMPACT_TEST_CHUNK_BYTES": "300000"})
     assert done.returncode == 0, done.stderr

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from helpers import FIXTURES, journals_dir, tool_conv, wait_for_checkpoint
+from helpers import FIXTURES, journals_dir, start_run, tool_conv, wait_for_checkpoint
 from killed_runs import ARGS, killed_run_in_dirs, tamper
 
 AIRLINE = FIXTURES / "taubench_airline_5.jsonl"
@@ -116,8 +116,7 @@ def _one_input_one_output(dataset, tmp_path):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_an_interruption_says_resume_and_keeps_what_resume_needs(dataset, tmp_path, sig):
     src, out, args = _one_input_one_output(dataset, tmp_path)
-    proc = subprocess.Popen([sys.executable, "-m", "compactor_cli", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, env={**os.environ, "XCOMPACT_CHECKPOINT_SECONDS": "0.01"})
+    proc = start_run(args, stderr=subprocess.PIPE)
     try:
         wait_for_checkpoint(proc, min_offset=src.stat().st_size // 4)
     finally:
@@ -136,8 +135,7 @@ def test_a_run_refused_by_the_output_lock_does_not_finish_the_journal(dataset, t
     """A second run refused by the lock marked the journal complete: a later --resume said
     "nothing to resume", exited 0, and the output was never written."""
     src, out, args = _one_input_one_output(dataset, tmp_path)
-    a = subprocess.Popen([sys.executable, "-m", "compactor_cli", *args], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, env={**os.environ, "XCOMPACT_CHECKPOINT_SECONDS": "0.01"})
+    a = start_run(args)
     try:
         wait_for_checkpoint(a, min_offset=src.stat().st_size // 4)
         a.send_signal(signal.SIGSTOP)
@@ -194,10 +192,8 @@ def test_an_input_that_changes_under_a_run_stops_that_file(dataset, tmp_path, ca
     out = tmp_path / "out" / "out.jsonl"
     out.parent.mkdir()
     target = ["--in-place"] if in_place else ["-o", str(out)]
-    env = {**os.environ, "XCOMPACT_CHECKPOINT_SECONDS": "0.01", "XCOMPACT_TEST_PARALLEL_MIN_BYTES": "0",
-           "XCOMPACT_TEST_CHUNK_BYTES": "65536"}
-    proc = subprocess.Popen([sys.executable, "-m", "compactor_cli", "toolcall", "--keep", "2", "-j", jobs, "-q",
-                             str(src), *target], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    proc = start_run(["toolcall", "--keep", "2", "-j", jobs, "-q", str(src), *target], stderr=subprocess.PIPE,
+                     env={"XCOMPACT_TEST_PARALLEL_MIN_BYTES": "0", "XCOMPACT_TEST_CHUNK_BYTES": "65536"})
     try:
         wait_for_checkpoint(proc, min_offset=1)
         proc.send_signal(signal.SIGSTOP)

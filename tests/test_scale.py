@@ -11,7 +11,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from helpers import FIXTURES, wait_for_checkpoint
+from helpers import FIXTURES, journal_states, start_run, wait_for_checkpoint, wait_for_journal
 
 from compactor_cli.cli import cli
 
@@ -42,9 +42,7 @@ def test_a_killed_run_leaves_no_output_and_resume_finishes_it_identically(datase
     work.mkdir()
     out, report = work / "out.jsonl", work / "report.json"
     args = ["toolcall", "--keep", "2", "-j", "1", "-q", str(dataset), "-o", str(out), "--report", str(report)]
-    env = {**os.environ, "XCOMPACT_CHECKPOINT_SECONDS": "0.01"}
-    proc = subprocess.Popen([sys.executable, "-m", "compactor_cli", *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = start_run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     wait_for_checkpoint(proc, min_offset=dataset.stat().st_size // 4)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
@@ -155,15 +153,19 @@ def test_repeated_kills_in_place_over_many_files_then_resume(dataset, tmp_path):
     shutil.copytree(work, ref)
     args = ["summarize", "--backend", "extractive", "--keep-recent", "8", "-j", "1", "-q", "--in-place"]
     assert xcompact(*args, str(ref), "--report", str(tmp_path / "ref.json")).returncode == 0
-    env = {**os.environ, "XCOMPACT_CHECKPOINT_SECONDS": "0.01"}
     rng = random.Random(5)
+    done = 0
     for attempt in range(5):
-        proc = subprocess.Popen([sys.executable, "-m", "compactor_cli", *args, str(work), "--report",
-                                 str(tmp_path / "work.json"), *(["--resume"] if attempt else [])],
-                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.3, 1.2))
+        proc = start_run([*args, str(work), "--report", str(tmp_path / "work.json"),
+                          *(["--resume"] if attempt else [])])
+        # killed a moment after this attempt has finished one more file (its journal says so), not
+        # after a fixed time: on a busy machine that came before the run had done anything
+        if not wait_for_journal(proc, lambda state, before=done: len(state["done"]) > before):
+            break  # it finished
+        time.sleep(rng.uniform(0, 0.1))
         proc.kill()
         proc.wait(timeout=60)
+        done = max((len(state["done"]) for state in journal_states()), default=done)
     done = xcompact(*args, str(work), "--report", str(tmp_path / "work.json"), "--resume")
     assert done.returncode == 0, done.stderr
     for f in sorted(ref.iterdir()):
