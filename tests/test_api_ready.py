@@ -39,6 +39,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", ["jsonl", "json"])
 @pytest.mark.parametrize("case", list(CASES))
 def test_api_ready_output_has_no_bookkeeping_and_restores_with_its_sidecar(tmp_path, case, form):

@@ -107,6 +107,7 @@ def test_a_log_is_read_from_its_last_compact_boundary_by_default(tmp_path):
     assert before["boundary_line"] == 18
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["toolcall", "--keep", "0"], ["toolcall", "--keep", "0", "-j", "2"],
                                      ["compact", "--backend", "extractive", "--token-threshold", "100"]])
 def test_restore_gives_back_the_part_before_the_compaction(tmp_path, command):

@@ -210,6 +210,7 @@ def test_property_compress_compact_decompress_is_the_plain_run(runner, tmp_path,
 # ---------------------------------------------------------------- --resume
 
 
+@pytest.mark.slow
 def test_resume_continues_a_compressed_output_from_a_compressed_input(tmp_path):
     """A frame ends at every checkpoint: the killed run's partial output is complete frames; the
     resumed run truncates to the last checkpoint and appends new frames (the input, read again
@@ -267,6 +268,7 @@ def test_write_lines_leaves_nothing_when_it_fails(tmp_path):
 # ---------------------------------------------------------------- real transcripts
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (SHARED / "taubench_gpt-4o-airline.jsonl").exists(),
                     reason="the shared data set is not beside this checkout")
 def test_real_transcripts_zst_to_zst_equal_the_uncompressed_run(tmp_path):

@@ -167,6 +167,7 @@ def test_a_head_too_small_to_shrink_is_not_a_failure_on_the_command_line(tmp_pat
     assert (tmp_path / "o.jsonl").read_bytes() == src.read_bytes()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (SHARED / "spotter-claude-code.jsonl").exists(), reason="../shared/data is not here")
 def test_summarize_of_the_real_claude_code_sessions_exits_0(tmp_path):
     res = subprocess.run([sys.executable, "-m", "compactor_cli", "summarize", str(SHARED / "spotter-claude-code.jsonl"),

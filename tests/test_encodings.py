@@ -143,6 +143,7 @@ def test_quicktok_ids_equal_tiktoken_on_the_bundled_transcripts(reference):
     _assert_equal_ids(reference, texts)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not SHARED.is_dir(), reason=f"the real transcripts beside the project ({SHARED}) are not "
                     "here (a clean clone): the bundled fixtures' part runs instead")
 def test_quicktok_ids_equal_tiktoken_on_the_real_transcripts(reference):
@@ -165,6 +166,7 @@ def test_the_reference_encoder_equals_tiktoken_on_the_bundled_transcripts(refere
     _assert_reference_encoder_equal(reference, _texts(BUNDLED))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not SHARED.is_dir(), reason=f"the real transcripts beside the project ({SHARED}) are not "
                     "here (a clean clone): the bundled fixtures' part runs instead")
 def test_the_reference_encoder_equals_tiktoken_on_the_real_transcripts(reference):

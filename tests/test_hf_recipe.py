@@ -14,6 +14,8 @@ from helpers import ROOT
 
 from compactor_cli.cli import cli
 
+pytestmark = [pytest.mark.ray, pytest.mark.slow]  # needs datasets, from the ray-test extra
+
 
 def recipe() -> str:
     text = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -253,6 +253,7 @@ def _wait_until(condition, proc: subprocess.Popen, what: str, seconds: float = 6
     raise AssertionError(f"timed out waiting for {what}")
 
 
+@pytest.mark.slow
 def test_a_second_run_on_the_same_output_refuses_while_the_first_writes(big, tmp_path):
     """Defect 5: two runs writing one output shared one partial file and interleaved; now the
     second refuses (exit 1) while the first holds the lock, and the output is the first's.

@@ -61,6 +61,7 @@ def test_the_default_limit_is_documented_and_overridable(monkeypatch):
         records.max_record_bytes()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("codec", ["gz", "bz2", "xz", "zst"])
 def test_decompression_bomb_hits_the_limit_in_one_line(runner, tmp_path, monkeypatch, codec):
     monkeypatch.setenv("XCOMPACT_MAX_RECORD_BYTES", str(8 * MiB))
@@ -78,6 +79,7 @@ def test_decompression_bomb_hits_the_limit_in_one_line(runner, tmp_path, monkeyp
     assert "1 valid" in err  # the rest of the batch went on
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("codec", ["gz", "bz2", "xz", "zst"])
 def test_decompression_output_is_bounded_in_memory(tmp_path, monkeypatch, codec):
     """Decoding never holds more than a bounded slice of the output, whatever the ratio."""

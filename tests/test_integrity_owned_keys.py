@@ -166,6 +166,7 @@ def run(runner, tmp_path, name: str, lines: list[bytes]):
     return items, written
 
 
+@pytest.mark.slow
 # a fixed count, not the profile's: every example runs every command (~0.1 s each)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])

@@ -60,6 +60,7 @@ def long_jsonl(tmp_path) -> Path:
 
 # ---------------------------------------------------------------- a closed stdout
 
+@pytest.mark.slow
 def test_a_reader_that_closes_stdout_ends_the_run_quietly_with_141(tmp_path):
     """Defect 10: `xcompact toolcall big.jsonl | head -n 1` printed 'cannot read or write:
     Broken pipe' and exited 1; now nothing on stderr and exit 141, as SIGPIPE would."""

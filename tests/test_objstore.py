@@ -22,6 +22,8 @@ from ray_cluster import TwoNodeCluster, ray_env  # noqa: E402
 from compactor_cli import ray as xray  # noqa: E402
 from compactor_cli.batch import configure  # noqa: E402
 
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
 RELS = ["a_hostile.jsonl", "sub/b_real.jsonl"]
 
 

@@ -61,6 +61,8 @@ def _assert_page_matches_report(dom: str, report: dict) -> None:
     assert {s: int(_number(n)) for s, n in elements(dom, "data-status")} == totals["statuses"]
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_the_dataset_page_shows_the_reports_totals_in_a_browser(tmp_path):
     inputs = [FIXTURES / "taubench_airline_5.jsonl", FIXTURES / "swe_agent_3.jsonl",
               FIXTURES / "formats" / "claude_code_tool_heavy.jsonl",
@@ -81,6 +83,8 @@ def test_the_dataset_page_shows_the_reports_totals_in_a_browser(tmp_path):
     assert (tmp_path / "again.html").read_bytes() == page.read_bytes()
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_the_dataset_page_lists_failures_and_offenders_with_file_and_line(tmp_path):
     src = tmp_path / "mixed.jsonl"
     lines = [orjson.dumps(tool_conv(n_tools=8, size=3000)), b"{broken", orjson.dumps(tool_conv(n_tools=2, size=50))]
@@ -100,6 +104,8 @@ def test_the_dataset_page_lists_failures_and_offenders_with_file_and_line(tmp_pa
     assert "broken JSON" in rendered.dom
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 @pytest.mark.skipif(not (SHARED / "taubench_gpt-4o-airline.jsonl").exists(),
                     reason="the shared data set is not beside this checkout")
 def test_the_dataset_page_of_the_real_transcripts(tmp_path):
@@ -122,6 +128,8 @@ def _placeholder_ids(dump: dict) -> set[str]:
     return {s.cid for s in tool_slots(dump) if s.is_placeholder}
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 @pytest.mark.parametrize("name, source, line, threshold", [
     ("tau-bench", FIXTURES / "taubench_airline_5.jsonl", 4, 2500),
     ("swe-agent", FIXTURES / "formats" / "swe_agent_function_calling.traj", None, 1500),
@@ -169,6 +177,8 @@ def test_show_as_text_marks_placeholders_and_summaries(tmp_path):
     assert first.returncode == 0 and "--line N chooses" in first.stderr and f"{out}:1 ·" in first.stdout
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_hostile_text_is_shown_never_run(tmp_path):
     """Content is text: a tool result holding a script, and file names with markup, never execute
     (the browser's console would say so) and are shown as written."""
@@ -188,6 +198,8 @@ def test_hostile_text_is_shown_never_run(tmp_path):
     assert "&lt;b&gt;evil&lt;b&gt;" in (tmp_path / "d.html").read_text()
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_the_console_check_can_fail(tmp_path):
     """The browser helper does see a script error and a failed load (so a silent console means something)."""
     page = tmp_path / "bad.html"
@@ -196,6 +208,8 @@ def test_the_console_check_can_fail(tmp_path):
     assert any("undefinedFunction" in line for line in console)
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_the_dataset_page_stays_small_for_100000_conversations(tmp_path):
     """Aggregates and top lists: once its lists are full (a few thousand conversations), the page
     does not grow: 100,000 conversations give the same size as 20,000."""
@@ -287,6 +301,7 @@ def test_page_commands_refuse_with_one_line(tmp_path, args, message):
 
 
 
+@pytest.mark.slow
 def test_a_resumed_run_draws_the_same_page_as_an_uninterrupted_one(tmp_path):
     """--html with --resume: the page's aggregates are checkpointed with the report's totals."""
     from helpers import killed_run

@@ -14,8 +14,9 @@ import orjson
 import pytest
 from helpers import ROOT, tool_conv
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(),
-                                reason="needs git and this repository's git checkout (pre-commit try-repo)")
+pytestmark = [pytest.mark.slow,  # pip-installs the package into pre-commit's environment, twice
+              pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(),
+                                 reason="needs git and this repository's git checkout (pre-commit try-repo)")]
 
 
 def _pre_commit() -> list[str]:

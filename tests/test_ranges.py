@@ -39,6 +39,7 @@ def _awkward_file(path: Path) -> None:
     path.write_bytes(b"\n".join(lines))
 
 
+@pytest.mark.slow
 def test_byte_ranges_give_the_bytes_report_and_messages_of_one_process(tmp_path, monkeypatch):
     src = tmp_path / "awkward.jsonl"
     _awkward_file(src)
@@ -68,6 +69,7 @@ def test_chunk_bounds_cover_the_file_at_line_ends(tmp_path):
     assert all(data[hi - 1:hi] == b"\n" for _, hi in bounds)
 
 
+@pytest.mark.slow
 def test_a_killed_range_run_resumes_to_the_same_bytes(tmp_path):
     src = tmp_path / "big.jsonl"
     generate(str(src), 6)

@@ -26,6 +26,8 @@ from ray_cluster import ray_env  # noqa: E402
 from compactor_cli import ray as xray  # noqa: E402
 from compactor_cli.batch import configure  # noqa: E402
 
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
 os.environ["RAY_AUTH_MODE"] = "disabled"  # before any Ray process starts (see the module doc)
 SHARED = ROOT.parent / "shared" / "data"
 

@@ -16,6 +16,8 @@ import orjson
 import pytest
 from killed_runs import ARGS, killed_run_in_dirs, tamper
 
+pytestmark = pytest.mark.slow  # a killed 6 MB run per test
+
 
 def xcompact(*args: str, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "compactor_cli", *args], capture_output=True, timeout=300, **kw)

@@ -73,6 +73,7 @@ def test_a_file_size_limit_hit_while_loading_the_tokenizer_is_one_error_line(tmp
     assert _leftovers(tmp_path, src.parent) == []
 
 
+@pytest.mark.slow
 def test_finished_runs_leave_no_journal_and_the_cache_does_not_grow(tmp_path):
     """Every finished run left its journal in ~/.cache/xcompact/journals forever."""
     for i in range(6):
@@ -86,6 +87,7 @@ def test_finished_runs_leave_no_journal_and_the_cache_does_not_grow(tmp_path):
     assert again.returncode == 0 and b"nothing to resume" in again.stderr
 
 
+@pytest.mark.slow
 def test_a_damaged_journal_s_partials_are_removed(dataset, tmp_path):
     """After a garbage journal the killed run's partials stayed beside the output and report."""
     src, out_dir, rep_dir, args = killed_run_in_dirs(dataset, tmp_path)
@@ -96,6 +98,7 @@ def test_a_damaged_journal_s_partials_are_removed(dataset, tmp_path):
     assert os.listdir(rep_dir) == ["report.json"]
 
 
+@pytest.mark.slow
 def test_a_fresh_run_after_a_killed_one_removes_its_partials(dataset, tmp_path):
     src, out_dir, rep_dir, args = killed_run_in_dirs(dataset, tmp_path)
     done = xcompact(*args)  # without --resume: starts afresh
@@ -113,6 +116,7 @@ def _one_input_one_output(dataset, tmp_path):
     return src, out, [*ARGS, str(src), "-o", str(out)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_an_interruption_says_resume_and_keeps_what_resume_needs(dataset, tmp_path, sig):
     src, out, args = _one_input_one_output(dataset, tmp_path)
@@ -131,6 +135,7 @@ def test_an_interruption_says_resume_and_keeps_what_resume_needs(dataset, tmp_pa
     assert os.listdir(out.parent) == ["out.jsonl"] and not list(journals_dir().glob("*.json"))
 
 
+@pytest.mark.slow
 def test_a_run_refused_by_the_output_lock_does_not_finish_the_journal(dataset, tmp_path):
     """A second run refused by the lock marked the journal complete: a later --resume said
     "nothing to resume", exited 0, and the output was never written."""
@@ -150,6 +155,7 @@ def test_a_run_refused_by_the_output_lock_does_not_finish_the_journal(dataset, t
     assert out.read_bytes() == xcompact(*ARGS, str(src)).stdout
 
 
+@pytest.mark.slow
 def test_a_fifo_planted_at_the_partial_path_does_not_hang_resume(dataset, tmp_path):
     src, out_dir, rep_dir, args = killed_run_in_dirs(dataset, tmp_path)
     part = next(p for p in out_dir.iterdir() if p.name.endswith(".partial"))
@@ -178,6 +184,7 @@ def _mutate(case: str, src: Path, original: bytes) -> None:
         raise AssertionError(case)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", ["1", "2"])
 @pytest.mark.parametrize("in_place", [False, True], ids=["o-file", "in-place"])
 @pytest.mark.parametrize("case", ["appended", "truncated", "mv-replaced"])

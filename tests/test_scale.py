@@ -20,6 +20,7 @@ def xcompact(*args: str, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "compactor_cli", *args], capture_output=True, timeout=300, **kw)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["toolcall", "--keep", "3"],
                                      ["compact", "--token-threshold", "20000", "--backend", "extractive"]])
 def test_output_and_report_are_the_same_for_any_jobs(dataset, tmp_path, command):
@@ -33,6 +34,7 @@ def test_output_and_report_are_the_same_for_any_jobs(dataset, tmp_path, command)
     assert outs[0] == outs[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
 def test_a_killed_run_leaves_no_output_and_resume_finishes_it_identically(dataset, tmp_path, sig):
     ref, ref_report = tmp_path / "ref" / "out.jsonl", tmp_path / "ref" / "report.json"
@@ -110,6 +112,7 @@ def test_config_file_and_unknown_keys(runner, tmp_path):
 
 # ---- progress
 
+@pytest.mark.slow
 def test_progress_only_on_a_terminal(dataset, tmp_path):
     import fcntl
     import pty
@@ -138,6 +141,7 @@ def test_progress_only_on_a_terminal(dataset, tmp_path):
     assert b"agents.jsonl" in seen and b"B/s" in seen
 
 
+@pytest.mark.slow
 def test_repeated_kills_in_place_over_many_files_then_resume(dataset, tmp_path):
     """--in-place with a command that is not idempotent (a second summary round would change
     the bytes): killed again and again at arbitrary moments, resumed each time, the result must

@@ -7,6 +7,7 @@ import asyncio
 import copy
 
 import orjson
+import pytest
 from helpers import FIXTURES, long_conv, read_jsonl
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -261,6 +262,7 @@ def planted_recall(n_conversations: int = 20) -> tuple[float, float, dict[str, f
     return sum(hits.values()) / (n_conversations * len(PLANTED)), sum(tokens) / len(tokens), per_kind
 
 
+@pytest.mark.slow
 def test_extractive_recalls_planted_facts():
     recall, mean_tokens, per_kind = planted_recall()
     print(f"planted-fact recall {recall:.2%}, mean summary tokens {mean_tokens:.0f}, per kind {per_kind}")
