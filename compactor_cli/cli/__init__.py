@@ -11,7 +11,10 @@ from typing import Any
 import click
 
 from ..commands import options as opt
-from ..commands.options import MAX_INT, options_of
+from ..commands.base import Command
+from ..commands.compile import options_of
+from ..commands.options import MAX_INT
+from ..commands.registry import COMMANDS
 from ..engine.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from ..errors import InvalidInputError, UsageError, XCompactError
 from ..version import __version__
@@ -33,81 +36,19 @@ def cli() -> None:
     """
 
 
-@cli.command()
-@options_of("toolcall", config_option)
-def toolcall(**kw: Any) -> None:
-    """Tier 1: replace old tool results by a placeholder naming their tool-call ID.
+def _record_command(command: type[Command]) -> None:
+    """Add a record command to the group, built from its class (commands/registry.py): its
+    options, its help text, and a callback handing the values to the engine."""
+    def run(**kw: Any) -> None:
+        launch.command(command.name, kw)
 
-    Tool results older than the most recent --keep are replaced where the placeholder is
-    shorter; the originals stay in the dump under compacted_tool_results (see extract, restore).
-
-    \b
-    Example:
-      xcompact toolcall fixtures/taubench_airline_5.jsonl --keep 4 -o out.jsonl --report report.json
-    """
-    launch.command("toolcall", kw)
+    run.__doc__ = command.help
+    cli.command(name=command.name)(options_of(command.name, config_option)(run))
 
 
-@cli.command()
-@options_of("summarize", config_option)
-def summarize(**kw: Any) -> None:
-    """Tier 2: replace older messages by one structured summary; keep recent ones verbatim.
-
-    The summary has eight sections (system_context, overview, key_facts, user_preferences,
-    decisions, pending_tasks, open_questions, tone_context) within --max-summary-tokens. On
-    any failure the conversation is left exactly as it was (SUMMARIZE_FAILED).
-
-    \b
-    Example:
-      xcompact summarize fixtures/swe_agent_3.jsonl --backend extractive --keep-recent 8 -o summarized.jsonl
-    """
-    launch.command("summarize", kw)
-
-
-@cli.command()
-@options_of("compact", config_option)
-def compact(**kw: Any) -> None:
-    """The tiered policy: reclaim tool results first, summarise only when still over.
-
-    Conversations over --token-threshold (or --message-threshold) get tier 1; if the estimate
-    is still above 95% of the threshold (or the dump has had --escalation-rounds tool-call
-    rounds) a summary follows in the same round; still over, up to --max-retries more rounds
-    halve both keep counts.
-
-    \b
-    Example:
-      xcompact compact fixtures/taubench_airline_5.jsonl --token-threshold 3000 --backend extractive -o compacted.jsonl
-    """
-    launch.command("compact", kw)
-
-
-@cli.command()
-@options_of("restore", config_option)
-def restore(**kw: Any) -> None:
-    """Give back the conversations as they were before compaction.
-
-    Puts every stored original back in place of its placeholder and undoes summaries.
-
-    \b
-    Example:
-      xcompact restore out.jsonl -o restored.jsonl   (out.jsonl: see the toolcall example)
-    """
-    launch.command("restore", kw)
-
-
-@cli.command()
-@options_of("validate", config_option)
-def validate(**kw: Any) -> None:
-    """Check conversations against the schema and the tool-pairing rules; write nothing.
-
-    Exit 1 when any conversation is invalid (with --strict, also on broken tool pairing or
-    repeated tool-call IDs).
-
-    \b
-    Example:
-      xcompact validate fixtures/taubench_airline_5.jsonl fixtures/claude_code_session.json
-    """
-    launch.command("validate", kw)
+for _command in COMMANDS.values():
+    if _command.batch:  # the record commands; convert, eval, extract, show and report are their own
+        _record_command(_command)
 
 
 @cli.command()

@@ -175,7 +175,7 @@ def _explicit(name: str) -> bool:
 def configured(command: str, kw: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """(batch.Configured, the run's io options). Record options become Settings through the
     same function the library uses (batch.build), so they are defined once."""
-    from ..commands.configure import build
+    from ..commands.compile import build
     from ..commands.options import RUN_OPTIONS
 
     _refuse_untrusted_config()
@@ -189,7 +189,9 @@ def configured(command: str, kw: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     except UsageError as exc:
         raise click.UsageError(str(exc)) from None
     if values.get("check") or values.get("dry_run"):
-        flags = "--check and --dry-run write" if command == "compact" else "--dry-run writes"
+        from ..commands.registry import command_class
+
+        flags = command_class(command).writes_nothing_with
         if io.get("in_place") or io.get("output"):
             raise click.UsageError(f"{flags} nothing: drop -o/--in-place")
         if io.get("resume"):

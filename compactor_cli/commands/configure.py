@@ -1,16 +1,15 @@
-"""A command's option values as the run needs them: ``Settings`` for every record, the report's
-``parameters``, and the warnings the command line prints. One compiler for the CLI and the
-batch function, over the one declaration of the options (``params``)."""
+"""The pieces a command's ``build`` makes its settings from: ``Configured`` (the settings, the
+report's ``parameters`` and the warnings the command line prints), tier 1's controls settled,
+the summariser backend chosen. compile.py runs the build of the command asked for."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from ..backends.config import BackendConfig, OpenAIConfig, choose_backend_name
 from ..errors import UsageError
-from .options import COMMANDS, OPENAI_ONLY, RUN_OPTIONS, click_command
+from .options import OPENAI_ONLY
 from .settings import Settings
 
 
@@ -22,53 +21,6 @@ class Configured:
     settings: Settings
     parameters: dict[str, Any]  # the report's "parameters"
     warnings: tuple[str, ...] = ()  # e.g. openai options ignored because no server was named
-
-
-def _flag_names(command: str) -> dict[str, Any]:
-    """{option name as a Python identifier (the long flag without dashes): click parameter}."""
-    import click
-
-    names: dict[str, Any] = {}
-    for param in click_command(command).params:
-        if not isinstance(param, click.Option) or param.name in RUN_OPTIONS or param.name is None \
-                or not param.expose_value:
-            continue
-        longs = [o for o in param.opts if o.startswith("--")]
-        names[(max(longs, key=len) if longs else param.opts[0]).lstrip("-").replace("-", "_")] = param
-    return names
-
-
-def option_defaults(command: str) -> dict[str, Any]:
-    """The command's record options and their defaults, as ``settings_for`` takes them."""
-    import click
-
-    ctx = click.Context(click_command(command))
-    return {name: param.process_value(ctx, param.get_default(ctx)) for name, param in _flag_names(command).items()}
-
-
-def configure(command: str, **options: Any) -> Configured:
-    """``settings_for`` with the report's parameters and the warnings the CLI would print."""
-    import click
-
-    params = _flag_names(command)
-    unknown = sorted(set(options) - set(params))
-    if unknown:
-        raise UsageError(f"{command} has no option {', '.join(unknown)}; its options are {', '.join(sorted(params))}")
-    ctx = click.Context(click_command(command))
-    values: dict[str, Any] = {}
-    for name, param in params.items():
-        try:
-            values[param.name] = param.process_value(ctx, options[name] if name in options else param.get_default(ctx))
-        except click.BadParameter as exc:
-            raise UsageError(exc.format_message()) from None
-    return build(command, values, explicit={params[n].name for n in options})
-
-
-def settings_for(command: str, **options: Any) -> Settings:
-    """The ``Settings`` the CLI builds for ``xcompact COMMAND`` with these options (long flag names,
-    dashes as underscores; omitted ones take the CLI's defaults). Raises ``UsageError`` for a value
-    or combination the CLI refuses."""
-    return configure(command, **options).settings
 
 
 def _chosen_by(v: dict[str, Any], explicit: set[str], config_file: str | None) -> str:
@@ -94,7 +46,7 @@ def _unused_environment(v: dict[str, Any]) -> list[str]:
             "give --backend openai to send conversations to a model server"]
 
 
-def _backend(values: dict[str, Any], explicit: set[str], dry_run: bool = False,
+def backend_settings(values: dict[str, Any], explicit: set[str], dry_run: bool = False,
              config_file: str | None = None) -> tuple[BackendConfig | None, dict[str, Any], list[str]]:
     """The summariser backend as a typed object, the parameters the report records, warnings.
     openai-only options given to the extractive backend are a usage error (``--backend
@@ -159,30 +111,12 @@ def _backend(values: dict[str, Any], explicit: set[str], dry_run: bool = False,
     return BackendConfig("openai", config), params, warnings
 
 
-def build(command: str, values: dict[str, Any], explicit: Iterable[str] = (),
-          config_file: str | None = None) -> Configured:
-    """Settings and report parameters from click's parameter values (what the CLI passes: every
-    option of the command, by its click parameter name, already converted). ``explicit``: the
-    parameters the user gave (openai-only options given to the extractive backend are refused);
-    ``config_file``: the config file the other values may come from (for the messages)."""
-    from dataclasses import replace
-
-    configured = _build(command, values, explicit, config_file)
-    history = values.get("claude_code_history") or "since-compaction"
-    if history != "since-compaction":  # recorded only when not the default (journal keys, reports unchanged)
-        configured = Configured(command, replace(configured.settings, claude_code_history=history),
-                                {**configured.parameters, "claude_code_history": history}, configured.warnings)
-    fmt = values.get("input_format") or "auto"
-    if fmt == "auto":
-        return configured
-
-    return Configured(command, replace(configured.settings, input_format=fmt),
-                      {**configured.parameters, "from": fmt}, configured.warnings)
-
-
-def _tier1_controls(command: str, values: dict[str, Any], explicit: set[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+def tier1_controls(values: dict[str, Any], explicit: set[str], counts_tokens: bool = True,
+                   extra: tuple[str, ...] = ()) -> tuple[dict[str, Any], dict[str, Any]]:
     """The values with tier 1's controls settled, and the report parameters they add (only the
-    controls given, so a run without them reports what it always did)."""
+    controls given, so a run without them reports what it always did). ``counts_tokens``: False
+    with --no-tokens (the controls that count tokens are refused); ``extra``: the command's own
+    controls reported with them (toolcall's --trigger and --fit)."""
     from ..tiers.options import DEFAULT_KEEP
 
     v = dict(values)
@@ -198,7 +132,7 @@ def _tier1_controls(command: str, values: dict[str, Any], explicit: set[str]) ->
         raise UsageError("--fit chooses how many tool results to keep: drop --keep and --keep-turns")
     if v["keep_turns"] is not None and "keep" not in explicit and v["keep"] == DEFAULT_KEEP:
         v["keep"] = 0  # --keep-turns alone: counted in turns only
-    if command == "toolcall" and v["no_tokens"]:
+    if not counts_tokens:
         given = [flag for flag, name in (("--trigger", "trigger"), ("--clear-at-least", "clear_at_least"),
                                          ("--max-result-tokens", "max_result_tokens"), ("--fit", "fit"))
                  if v.get(name) is not None]
@@ -208,13 +142,13 @@ def _tier1_controls(command: str, values: dict[str, Any], explicit: set[str]) ->
             raise UsageError(f"{' and '.join(given)} count{'s' if len(given) == 1 else ''} tokens: drop --no-tokens")
     names = (("exclude_tools", "keep_turns", "clear_at_least", "placeholder", "clear_tool_inputs", "preview",
               "max_result_tokens", "dedup_reads", "truncate_inputs", "images", "thinking")
-             + (("trigger", "fit") if command == "toolcall" else ()))
+             + extra)
     controls = {n: (list(v[n]) if n in ("exclude_tools", "preview", "images", "thinking") else v[n]) for n in names
                 if v.get(n) not in (None, (), False)}
     return v, controls
 
 
-def _old_model_spelling(values: dict[str, Any], explicit: set[str]) -> tuple[dict[str, Any], list[str]]:
+def old_model_spelling(values: dict[str, Any], explicit: set[str]) -> tuple[dict[str, Any], list[str]]:
     """summarize's --model, the old spelling of --summary-model: taken, with a warning."""
     if values.get("model") is None:
         return values, []
@@ -227,107 +161,6 @@ def _old_model_spelling(values: dict[str, Any], explicit: set[str]) -> tuple[dic
              "for now"])
 
 
-def _kept(value: tuple[str, int] | None) -> int | None:
+def kept_last(value: tuple[str, int] | None) -> int | None:
     """N of ``--images keep-last N`` / ``--thinking keep-last N``."""
     return None if value is None else int(value[1])
-
-
-def _build(command: str, values: dict[str, Any], explicit: Iterable[str] = (),
-           config_file: str | None = None) -> Configured:
-    v = values
-    explicit = set(explicit)
-    strict = v.get("strict", False)
-    if command in ("toolcall", "compact"):
-        v, controls = _tier1_controls(command, v, explicit)
-    if command == "toolcall":
-        tokens = not v["no_tokens"]
-        settings = Settings("toolcall", keep=v["keep"], keep_originals=v["originals"] == "keep", strict=strict,
-                            count_tokens=tokens, encoding=v["encoding"], write_output=not v["dry_run"],
-                            dry_run=v["dry_run"], exclude_tools=v["exclude_tools"], keep_turns=v["keep_turns"],
-                            clear_at_least=v["clear_at_least"], trigger=v["trigger"],
-                            placeholder=v["placeholder"], clear_tool_inputs=v["clear_tool_inputs"],
-                            max_result_tokens=v["max_result_tokens"], dedup_reads=v["dedup_reads"],
-                            truncate_inputs=v["truncate_inputs"], images_keep=_kept(v["images"]),
-                            thinking_keep=_kept(v["thinking"]), fit=v["fit"])
-        return Configured(command, settings, dict(keep=v["keep"], originals=v["originals"], strict=strict,
-                                                  encoding=v["encoding"], tokens=tokens, dry_run=v["dry_run"],
-                                                  **controls))
-    if command == "restore":
-        tokens = not v["no_tokens"]
-        return Configured(command, Settings("restore", strict=strict, count_tokens=tokens, encoding=v["encoding"]),
-                          dict(strict=strict, encoding=v["encoding"], tokens=tokens))
-    if command == "validate":
-        return Configured(command, Settings("validate", strict=strict, count_tokens=False, write_output=False),
-                          dict(strict=strict))
-    if command == "summarize":
-        from ..tiers.options import SummarizeOptions
-
-        v, renamed = _old_model_spelling(v, explicit)
-        dry_run = v["dry_run"]
-        backend, params, warnings = _backend(v, explicit, dry_run=dry_run, config_file=config_file)
-        keep_originals = v["originals"] == "keep"
-        summary = SummarizeOptions(keep_recent=v["keep_recent"], max_summary_tokens=v["max_summary_tokens"],
-                                   preserve_system=v["preserve_system"], keep_originals=keep_originals,
-                                   keep_task=v["keep_task"], evidence=v["evidence"],
-                                   keep_user_tokens=v["keep_user_tokens"])
-        params.update(keep_recent=v["keep_recent"], max_summary_tokens=v["max_summary_tokens"],
-                      preserve_system=v["preserve_system"], keep_task=v["keep_task"], evidence=v["evidence"],
-                      keep_user_tokens=v["keep_user_tokens"], originals=v["originals"], strict=strict,
-                      encoding=v["encoding"], dry_run=dry_run)
-        return Configured(command, Settings("summarize", keep_originals=keep_originals, strict=strict,
-                                            encoding=v["encoding"], summary=summary, backend=backend,
-                                            write_output=not dry_run, dry_run=dry_run),
-                          params, tuple(renamed + warnings))
-    if command == "compact":
-        from ..tiers.compact import resolve_threshold
-        from ..tiers.options import DEFAULT_KEEP_RECENT, Policy
-
-        v = dict(v)
-        if v.get("summary_model") is None:  # as nagents: the conversation's own model unless told
-            v["summary_model"] = v["conversation_model"]
-        check, dry_run = v["check"], v["dry_run"]
-        if check and dry_run:
-            raise UsageError("--check and --dry-run cannot be used together: --check only measures, "
-                             "--dry-run runs the policy without writing")
-        if v["strategy"] is not None:
-            if check:
-                raise UsageError("--strategy and --check cannot be used together: --check measures against the "
-                                 "threshold, a strategy decides for itself")
-            from ..tiers.strategy import load_strategy
-
-            load_strategy(v["strategy"])  # a name that cannot be loaded fails here, before any work
-            controls["strategy"] = v["strategy"]
-        token_threshold, message_threshold, source = resolve_threshold(
-            v["token_threshold"], v["message_threshold"], v["conversation_model"], v["context_window"])
-        backend, params, warnings = ((None, {}, []) if check
-                                     else _backend(v, explicit, dry_run=dry_run, config_file=config_file))
-        keep_originals = v["originals"] == "keep"
-        # --keep-recent left at its default: as many recent messages as fit under the threshold
-        fit = "keep_recent" not in explicit and v["keep_recent"] == DEFAULT_KEEP_RECENT
-        policy = Policy(token_threshold=token_threshold, message_threshold=message_threshold, keep=v["keep"],
-                        keep_recent=None if fit else v["keep_recent"], escalation_rounds=v["escalation_rounds"],
-                        max_retries=v["max_retries"], max_summary_tokens=v["max_summary_tokens"],
-                        preserve_system=v["preserve_system"], keep_originals=keep_originals,
-                        exclude_tools=v["exclude_tools"], keep_turns=v["keep_turns"],
-                        clear_at_least=v["clear_at_least"], placeholder=v["placeholder"],
-                        clear_tool_inputs=v["clear_tool_inputs"], max_result_tokens=v["max_result_tokens"],
-                        dedup_reads=v["dedup_reads"], truncate_inputs=v["truncate_inputs"],
-                        images_keep=_kept(v["images"]), thinking_keep=_kept(v["thinking"]),
-                        keep_task=v["keep_task"], evidence=v["evidence"],
-                        keep_user_tokens=v["keep_user_tokens"])
-        params.update(controls)
-        params.update(token_threshold=token_threshold, message_threshold=message_threshold, keep=v["keep"],
-                      keep_recent="fit" if fit else v["keep_recent"], escalation_rounds=v["escalation_rounds"],
-                      max_retries=v["max_retries"], max_summary_tokens=v["max_summary_tokens"],
-                      preserve_system=v["preserve_system"], keep_task=v["keep_task"], evidence=v["evidence"],
-                      keep_user_tokens=v["keep_user_tokens"], keep_originals=keep_originals, threshold_source=source,
-                      model=v["conversation_model"], context_window=v["context_window"], check=check,
-                      dry_run=dry_run, originals=v["originals"], strict=strict, encoding=v["encoding"])
-        settings = Settings("compact", keep=v["keep"], keep_originals=keep_originals, strict=strict,
-                            encoding=v["encoding"], conversation_model=v["conversation_model"],
-                            write_output=not (check or dry_run), policy=policy, check=check,
-                            backend=backend, dry_run=dry_run, strategy=v["strategy"])
-        return Configured(command, settings, params, tuple(warnings))
-    raise UsageError(f"unknown command {command!r}; expected one of {', '.join(COMMANDS)}")
-
-

@@ -1,6 +1,6 @@
 """Every command's options, declared once as click parameters (as pip-tools' scripts/options.py).
 
-The command line decorates its commands from ``options_of``; the batch function builds a
+The command line decorates its commands from ``options_of`` (compile.py); the batch function builds a
 throw-away ``click.Command`` from the same list (``click_command``) to fill in defaults and check
 values with the CLI's own messages. The ``--config`` file option belongs to the command line
 alone: it is a slot here (``CONFIG``) that the CLI fills."""
@@ -12,14 +12,12 @@ from typing import Any
 
 import click
 
-from ..errors import UsageError
 from ..model.format_names import FORMATS
 from ..model.tokens import AUTO, ENCODINGS
 from ..tiers.options import DEFAULT_KEEP, DEFAULT_KEEP_RECENT, DEFAULT_KEEP_USER_TOKENS, DEFAULT_MAX_SUMMARY_TOKENS
 
 F = Callable[..., Any]
 #: Commands that run records through the per-record step (``extract`` prints one result instead).
-COMMANDS = ("toolcall", "summarize", "compact", "restore", "validate")
 #: Options that are about files and the run, not about a record (the batch function has none).
 RUN_OPTIONS = frozenset({"inputs", "output", "in_place", "report_path", "html", "quiet", "warnings", "jobs", "resume",
                          "engine", "address", "api_ready", "sidecar"})
@@ -297,7 +295,7 @@ old_model = click.option("--model", "model", default=None, hidden=True,
                          help="The old spelling of --summary-model (the summariser's model); use --summary-model.")
 
 
-def _backend_opts() -> list[Slot]:
+def backend_options() -> list[Slot]:
     """The summariser's options, the same on every command that summarises."""
     return [
         click.option("--backend", default="auto", show_default=True, callback=_backend_name,
@@ -341,7 +339,7 @@ def _backend_opts() -> list[Slot]:
     ]
 
 
-def _apply(slots: list[Slot], config: Decorator | None) -> Decorator:
+def apply_slots(slots: list[Slot], config: Decorator | None) -> Decorator:
     def decorate(f: F) -> F:
         for slot in reversed(slots):
             if isinstance(slot, str):  # the CLI's --config (skipped by the batch function)
@@ -354,45 +352,14 @@ def _apply(slots: list[Slot], config: Decorator | None) -> Decorator:
     return decorate
 
 
-def _params(slots: list[Slot]) -> list[click.Parameter]:
+def slot_params(slots: list[Slot]) -> list[click.Parameter]:
     """The click parameters a list of decorators defines, in the order a command lists them."""
     def probe() -> None: ...
 
-    _apply(slots, None)(probe)
+    apply_slots(slots, None)(probe)
     return list(reversed(probe.__click_params__))  # type: ignore[attr-defined]
 
 
 #: The keyword arguments the backend options add to a command; all but "backend" are openai-only.
-BACKEND_KEYS = tuple(p.name for p in _params(_backend_opts()) if p.name)
+BACKEND_KEYS = tuple(p.name for p in slot_params(backend_options()) if p.name)
 OPENAI_ONLY = tuple(k for k in BACKEND_KEYS if k != "backend")
-
-
-def _command_slots(command: str) -> list[Slot]:
-    """Each record command's options, in --help order. The summariser's model is --summary-model
-    everywhere (compact's --model is the conversation's model, for the threshold; summarize's old
-    --model is a hidden alias that warns)."""
-    if command == "toolcall":
-        return IO_OPTIONS + [api_ready, keep] + TIER1_CONTROLS + [trigger, fit, originals, dry_run] + TOKEN_OPTIONS
-    if command == "summarize":
-        return IO_OPTIONS + [api_ready] + CUT_OPTIONS + _backend_opts() + [old_model, originals, dry_run, encoding]
-    if command == "compact":
-        return (IO_OPTIONS + [api_ready] + THRESHOLD_OPTIONS + [keep] + TIER1_CONTROLS + CUT_OPTIONS + ROUND_OPTIONS
-                + [dry_run]
-                + _backend_opts() + [originals, encoding])
-    if command == "restore":
-        return IO_OPTIONS + [sidecar] + TOKEN_OPTIONS
-    if command == "validate":
-        return [inputs, from_format, cc_history, report, html, quiet, warnings_option, strict, engine, address, CONFIG]
-    raise UsageError(f"unknown command {command!r}; expected one of {', '.join(COMMANDS)}")
-
-
-def options_of(command: str, config: Decorator | None = None) -> Decorator:
-    """A decorator adding ``command``'s options to a click command function (``config``: the
-    command line's --config option, put in its slot)."""
-    return _apply(_command_slots(command), config)
-
-
-def click_command(command: str) -> click.Command:
-    """A click command with ``command``'s options (no --config, no callback): for filling in
-    defaults and checking values exactly as the command line does."""
-    return click.Command(command, params=_params(_command_slots(command)))

@@ -32,8 +32,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..commands.configure import Configured, build, configure, option_defaults, settings_for
-from ..commands.options import COMMANDS, RUN_OPTIONS
+from ..commands.compile import build, configure, option_defaults, settings_for
+from ..commands.configure import Configured
+from ..commands.options import RUN_OPTIONS
+from ..commands.registry import BATCH_COMMANDS as COMMANDS
 from ..commands.settings import Settings
 from ..errors import UsageError
 from ..files.records import Record

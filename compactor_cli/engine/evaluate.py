@@ -17,12 +17,12 @@ from typing import Any
 
 import orjson
 
-from ..commands.configure import Configured, build
-from ..commands.options import RUN_OPTIONS, click_command
+from ..commands.compile import build, click_command
+from ..commands.configure import Configured
+from ..commands.options import RUN_OPTIONS
 from ..errors import InvalidInputError, UsageError
-from ..evidence.evaluate import Evaluation, evaluate, replaced_part
-from ..evidence.harness import task_index
-from ..evidence.probes import ESSENTIAL, KINDS, Probe, probes_of, retention, sent_text
+from ..evidence.evaluate import Evaluation, evaluate, lost_probes
+from ..evidence.probes import ESSENTIAL, KINDS, Probe
 from ..model.tokens import counter_for
 
 TRY_COMMANDS = ("toolcall", "summarize", "compact")
@@ -82,16 +82,6 @@ class Candidate:
 
         dump, _codec = parse_record(self.after, "openai", source=self.where)
         return dump
-
-
-def lost_probes(before: list[dict[str, Any]], afters: dict[str, list[dict[str, Any]]],
-                after: list[dict[str, Any]]) -> tuple[list[Probe], int]:
-    """The probes of ``before`` that ``after`` does not send, of all the probes (those of the part
-    any of ``afters`` replaced, as ``evidence.evaluate`` takes them)."""
-    at = task_index(before)
-    probes = probes_of(replaced_part(before, list(afters.values())), before[at] if at is not None else None)
-    sent = sent_text(after)
-    return [p for p in probes if retention([p], sent)[p.kind][0] == 0], len(probes)
 
 
 @dataclass

@@ -24,20 +24,21 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..commands.base import Transform
+from ..commands.registry import command_of
 from ..commands.settings import Settings
 from ..errors import InvalidInputError
 from ..files.compression import LIMIT_VARIABLE, RecordTooLarge, max_record_bytes, size_text
 from ..files.parts import PARTS_PREFIX, Part, remove_stale_parts, unlink_part
 from ..files.records import CHANGED_INPUT, Record, input_identity
 from ..model.tokens import Counters
-from .step import OPERATIONS, Outcome, Transform, process_record, process_record_async
+from .step import Outcome, process_record, process_record_async
 
 if TYPE_CHECKING:  # asyncio and the process pool are imported where used: a run without a model or
     import asyncio  # workers does not pay for them at start-up
     from concurrent.futures import Future
 
 Outcomes = Callable[[Iterable[Record]], Iterator[tuple[Record, Outcome]]]
-MODEL_COMMANDS = ("summarize", "compact")
 BATCH_BYTES = 2 * 2**20
 BATCH_RECORDS = 512
 #: A worker's byte range of a JSONL file (see ParallelOutcomes.ranges); tests make it small.
@@ -45,30 +46,14 @@ CHUNK_BYTES = int(os.environ.get("XCOMPACT_TEST_CHUNK_BYTES") or 4 * 2**20)
 
 
 def make_counter(settings: Settings) -> Counters | None:
-    if not settings.count_tokens and settings.command not in MODEL_COMMANDS:
+    if not settings.count_tokens and not command_of(settings).models:
         return None
     return Counters(settings.encoding, settings.conversation_model)  # vocabularies load on first use
 
 
 def make_transform(settings: Settings, counter: Counters | None) -> tuple[Transform, Any]:
     """The record transform for the command, and its summary backend (or None)."""
-    if settings.command == "compact" and settings.strategy is not None:
-        from ..tiers.strategy import make_strategy_transform
-
-        assert counter is not None
-        return make_strategy_transform(settings.strategy, counter,
-                                       settings.policy.keep_originals if settings.policy else True)
-    if settings.command == "compact":
-        from ..tiers.compact import make_compact_transform
-
-        assert counter is not None
-        return make_compact_transform(settings.policy, settings.check, settings.backend, counter)
-    if settings.command == "summarize":
-        from ..tiers.summarize import make_summarize_transform
-
-        assert counter is not None
-        return make_summarize_transform(settings.summary, settings.backend, counter)
-    return OPERATIONS[settings.command], None
+    return command_of(settings).transform(settings, counter)
 
 
 # ---------------------------------------------------------------- worker processes
@@ -110,7 +95,7 @@ def _init_worker(settings: Settings, parent: int) -> None:
 
 def _process(rec: Record) -> Outcome:
     s, counter, transform, loop = _worker["settings"], _worker["counter"], _worker["transform"], _worker["loop"]
-    if s.command in MODEL_COMMANDS:
+    if command_of(s).models:
         return loop.run_until_complete(process_record_async(rec, transform, s, counter))
     return process_record(rec, transform, s, counter)
 
@@ -299,9 +284,11 @@ class Processor:
         self.counter = make_counter(settings)
         self.transform: Transform | None = None
         self.backend: Any = None
-        if settings.command != "convert":  # convert has its own per-record step (engine/convert.py)
+        command = command_of(settings)
+        self.own_step = command.own_step  # convert: its own per-record step (engine/convert.py)
+        if not self.own_step:
             self.transform, self.backend = make_transform(settings, self.counter)
-        self.is_async = settings.command in MODEL_COMMANDS
+        self.is_async = command.models
         self.window = model_window(settings, self.backend)
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -313,7 +300,7 @@ class Processor:
 
     def __call__(self, records: Iterable[Record]) -> Iterator[tuple[Record, Outcome]]:
         """(record, outcome) for each record, in order."""
-        if self.settings.command == "convert":
+        if self.own_step:
             from .convert import convert_outcomes
 
             yield from convert_outcomes(self.settings)(records)

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ..commands.registry import command_of
 from ..commands.settings import RunIO, Settings
 from ..errors import InvalidInputError, OutputError, UsageError
 from ..files.compression import codec_of
@@ -62,7 +63,7 @@ def input_bytes(targets: list[Target]) -> int:
 
 def auto_jobs(settings: Settings, targets: list[Target]) -> int:
     """-j 0: all cores, except light work on inputs too small to repay a pool."""
-    light = settings.command in ("toolcall", "restore") and not settings.count_tokens
+    light = command_of(settings).light and not settings.count_tokens
     if light and input_bytes(targets) < LIGHT_PARALLEL_MIN_BYTES:
         return 1
     return os.cpu_count() or 1

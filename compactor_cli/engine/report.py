@@ -13,6 +13,8 @@ from typing import Any, TypedDict
 
 import orjson
 
+from ..commands.base import Command
+from ..commands.registry import COMMANDS
 from ..errors import OutputError
 from ..files.sinks import AtomicFile, StreamFile, lock_output, open_sink, remove_stale_partials
 from ..status import Status
@@ -96,6 +98,11 @@ class Report:
     _lock: Any = None
     _first_item: bool = True
 
+    @property
+    def _command(self) -> type[Command]:
+        """The command's class (registry.py): what its summary line says depends on it."""
+        return COMMANDS.get(self.command, Command)
+
     #: What a checkpoint saves, so a resumed run ends with the same totals.
     _STATE = ("statuses", "conversations", "files", "file_errors", "warnings", "reclaimed_count", "fraction_sum",
               "fraction_n", "length_before", "length_after", "tokens_before", "tokens_after", "tokens_counted",
@@ -114,7 +121,7 @@ class Report:
         elif self.parameters.get("dry_run"):
             self.note("dry run: nothing was written; output_bytes are the sizes the records would have had"
                       + ("; the offline extractive summariser stood in for any model"
-                         if self.command in ("summarize", "compact") else ""))
+                         if self._command.models else ""))
         if not self.report_path:
             return
         try:
@@ -295,7 +302,7 @@ class Report:
 
     def summary(self) -> str:
         """One human line for stderr."""
-        if self.command == "convert":
+        if self._command.own_step:  # convert
             n, to = self.conversations, self.parameters.get("to")
             return (f"{n} conversation{'s' if n != 1 else ''} converted to {to}"
                     + (f"; {self.warned_records} with something not carried over" if self.warned_records else "")
@@ -303,7 +310,7 @@ class Report:
         parts = [f"{self.conversations} conversation{'s' if self.conversations != 1 else ''}"]
         if self.statuses:
             parts.append(", ".join(f"{n} {s.lower().replace('_', ' ')}" for s, n in sorted(self.statuses.items())))
-        if self.command in ("toolcall", "compact"):
+        if self._command.tier1:
             parts.append(f"{self.reclaimed_count} tool results reclaimed, "
                          f"{self.total_fraction:.1%} of estimated length (mean {self.mean_fraction:.1%})")
         if self.tokens_counted and self.tokens_before != self.tokens_after:

@@ -14,10 +14,11 @@ a value (integers beyond 64 bits), and is refused, unchanged, when rewriting wou
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..commands.base import WRITE_STYLE, Transform
+from ..commands.registry import command_of
 from ..commands.settings import Settings
 from ..errors import BackendError, InvalidInputError
 from ..files.exact import RISKY_NUMBER, duplicated_keys
@@ -30,7 +31,6 @@ from ..model.hints import hint_for
 from ..model.tokens import Counters, MemoTokens, TokenCounter, counting_with
 from ..status import Status
 from ..tiers.result import TierResult
-from ..tiers.toolcall import reclaim_tool_results
 from .report import ReportItem
 
 #: Warnings listed per item in the report; the count is always exact.
@@ -48,114 +48,6 @@ class Outcome:
 
 
 Result = TierResult
-Transform = Callable[[dict, Settings], Result | Awaitable[Result]]
-
-
-def op_toolcall(dump: dict, settings: Settings) -> Result:
-    from ..model.tokens import chosen_counter
-    from ..tiers.cut import head_tool_counts
-
-    counter = chosen_counter()  # set for this record whenever tokens are counted (--trigger needs them)
-    if settings.trigger is not None and counter is not None:
-        size = counter.conversation(dump["messages"])
-        if size <= settings.trigger:
-            return dump, Status.UNDER_THRESHOLD, {"threshold": settings.trigger, "threshold_unit": "tokens",
-                                                  "size_before": size, "reclaimed_count": 0,
-                                                  "reclaimed_fraction": 0.0, "tokens_before": size,
-                                                  "tokens_after": size}  # counted once
-
-    def reclaim(d: dict, keep: int, cut: int | None) -> tuple[Any, Any]:
-        return reclaim_tool_results(d, keep=keep, keep_originals=settings.keep_originals,
-                                    key_offsets=head_tool_counts(d), exclude_tools=settings.exclude_tools,
-                                    keep_turns=settings.keep_turns, clear_at_least=settings.clear_at_least,
-                                    counter=counter, placeholder=settings.placeholder,
-                                    clear_tool_inputs=settings.clear_tool_inputs,
-                                    max_result_tokens=settings.max_result_tokens,
-                                    dedup_reads=settings.dedup_reads, truncate_inputs=cut,
-                                    images_keep=settings.images_keep, thinking_keep=settings.thinking_keep)
-
-    fit_fields: dict[str, Any] = {}
-    if settings.fit is not None and counter is not None:
-        from ..tiers.fit import fit_tool_results
-
-        fitted = fit_tool_results(dump, settings.fit, counter, reclaim, settings.truncate_inputs)
-        if fitted.tokens_before <= settings.fit:
-            return dump, Status.UNDER_THRESHOLD, {"threshold": settings.fit, "threshold_unit": "tokens",
-                                                  "size_before": fitted.tokens_before, "reclaimed_count": 0,
-                                                  "reclaimed_fraction": 0.0, "tokens_before": fitted.tokens_before,
-                                                  "tokens_after": fitted.tokens_before}
-        new, res = fitted.dump, fitted.result
-        fit_fields = {"threshold": settings.fit, "threshold_unit": "tokens", "fit_keep": fitted.keep}
-        if fitted.truncate_inputs is not None and fitted.truncate_inputs != settings.truncate_inputs:
-            fit_fields["fit_truncate_inputs"] = fitted.truncate_inputs
-        if not fitted.fits:
-            fit_fields["size_after"] = fitted.tokens_after
-            fit_fields["warning"] = (f"still {fitted.tokens_after} tokens after clearing every tool result, over "
-                                     f"--fit {settings.fit}: written compacted as far as tier 1 goes (compact "
-                                     "--token-threshold can summarise)")
-    else:
-        new, res = reclaim(dump, settings.keep, settings.truncate_inputs)
-    changed = res.reclaimed_count or res.inputs_truncated or res.images_cleared or res.thinking_cleared
-    status = Status.RECLAIMED if changed else Status.NOTHING_TO_CONDENSE
-    if "warning" in fit_fields:
-        status = Status.STILL_OVER
-    fields: dict[str, Any] = {"reclaimed_count": res.reclaimed_count, "reclaimed_fraction": res.reclaimed_fraction,
-                              "skipped_no_id": res.skipped_no_id, "length_before": res.length_before,
-                              "length_after": res.length_after}
-    if res.excluded_count:
-        fields["excluded_count"] = res.excluded_count
-    if res.inputs_cleared:
-        fields["inputs_cleared"] = res.inputs_cleared
-    if res.kept_cheaper:
-        fields["kept_cheaper"] = res.kept_cheaper  # cheaper in tokens than their placeholder
-    if res.capped_count:
-        fields["capped_count"] = res.capped_count  # kept results cut to a preview (--max-result-tokens)
-    if res.inputs_truncated:
-        fields["inputs_truncated"] = res.inputs_truncated  # older calls whose long arguments were cut
-    for name in ("images_cleared", "thinking_cleared", "media_left_native"):
-        if getattr(res, name):
-            fields[name] = getattr(res, name)
-    if res.deduped_reads:
-        fields["deduped_reads"] = res.deduped_reads  # earlier reads a later identical read repeats (--dedup-reads)
-    fields.update(fit_fields)
-    if res.freed_tokens is not None:
-        fields["freed_tokens"] = res.freed_tokens
-    if res.below_clear_at_least:
-        fields["reason"] = (f"clear_at_least: clearing would free {res.freed_tokens} tokens, fewer than "
-                            f"{settings.clear_at_least}; left as it was")
-    return new, status, fields
-
-
-def op_restore(dump: dict, settings: Settings) -> Result:
-    from ..formats.claude_code_tree import give_back_before_compaction
-    from ..tiers.restore import restore_details
-
-    meta = dump.get(META_KEY)
-    style = meta.get(STYLE_FIELD) if isinstance(meta, dict) else None
-    new, restored, missing = restore_details(dump)
-    new, earlier = give_back_before_compaction(new)  # a Claude Code log read since its compaction
-    fields: dict[str, Any] = {"restored_count": restored + earlier}
-    if style is not None and META_KEY not in new:  # all given back: in the bytes the input had
-        fields[_WRITE_STYLE] = style
-    if missing:
-        fields["missing_count"] = missing
-        fields["warning"] = (f"{missing} placeholder{'s' if missing != 1 else ''} or summary round"
-                             f"{'s' if missing != 1 else ''} could not be given back: no original is stored "
-                             "(compacted with --originals drop, or by another tool); they stay as they are")
-    return new, Status.RESTORED if new is not dump or earlier else Status.NOTHING_TO_RESTORE, fields
-
-
-def op_validate(dump: dict, settings: Settings) -> Result:
-    from ..model.schema import schema_problems
-
-    problems = schema_problems(dump)
-    if problems:
-        raise InvalidInputError(problems[0].message, problems[0].pointer)
-    return dump, Status.VALID, {}
-
-
-#: A transform's field (never a report key): the style to write its record in (restore).
-_WRITE_STYLE = "write_style"
 
 
 def _with_style(rec: Record, dump: dict, new: dict) -> dict:
@@ -182,7 +74,6 @@ def _with_model(written: Any, dump: dict, codec: Codec) -> Any:
     return {**written, "model": model} if model else written
 
 
-OPERATIONS: dict[str, Transform] = {"toolcall": op_toolcall, "restore": op_restore, "validate": op_validate}
 
 
 class _NeedsExact(Exception):
@@ -251,7 +142,7 @@ def _finish(rec: Record, settings: Settings, chosen: tuple[TokenCounter | None, 
     changed = new is not dump
     if "warning" in fields:
         warnings = warnings + [fields.pop("warning")]
-    write_style = fields.pop(_WRITE_STYLE, None)
+    write_style = fields.pop(WRITE_STYLE, None)
     item = ReportItem(source=rec.source, line=rec.line, status=status.value, format=codec.format)
     if codec.notes:  # what reading a log could not carry over
         item["conversion_notes"] = codec.notes
@@ -286,7 +177,7 @@ def _finish(rec: Record, settings: Settings, chosen: tuple[TokenCounter | None, 
         duplicates = [] if codec.lossy else _lossless(rec, codec.original, exact)
         if duplicates:
             raise _duplicates_error(duplicates)
-        if not codec.lossy and changed and write_style is None and settings.command != "restore":
+        if not codec.lossy and changed and write_style is None and command_of(settings).restyles:
             new = _with_style(rec, dump, new)
         native = codec.to_native(new)
         if codec.lossy:
@@ -300,7 +191,7 @@ def _finish(rec: Record, settings: Settings, chosen: tuple[TokenCounter | None, 
         item["output_bytes"] = len(out)
         if settings.dry_run:
             out = None
-    elif settings.command == "validate" and not codec.lossy:  # a record xcompact could not rewrite is not VALID
+    elif command_of(settings).validates and not codec.lossy:  # a record xcompact could not rewrite is not VALID
         duplicates = _lossless(rec, codec.original, exact)
         if duplicates:
             warnings = warnings + [str(_duplicates_error(duplicates)).replace("; rewriting", ": rewriting")]

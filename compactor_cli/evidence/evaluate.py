@@ -15,7 +15,7 @@ import orjson
 
 from ..model.conversation import call_parts, content_text
 from .harness import task_index
-from .probes import ESSENTIAL, KINDS, probes_of, retention, sent_text
+from .probes import ESSENTIAL, KINDS, Probe, probes_of, retention, sent_text
 
 CATEGORIES = ("system", "user", "assistant", "tool_calls", "tool_results", "reasoning", "images")
 
@@ -120,3 +120,14 @@ def evaluate(before: list[dict[str, Any]], afters: Mapping[str, list[dict[str, A
         out[name] = Evaluation(retention(probes, sent_text(after)), tokens_before, count_conversation(after),
                                dict(cats_before), tokens_by_category(after, count_text))
     return out
+
+
+def lost_probes(before: list[dict[str, Any]], afters: Mapping[str, list[dict[str, Any]]],
+                after: list[dict[str, Any]]) -> tuple[list[Probe], int]:
+    """The probes of ``before`` that ``after`` does not send, and how many probes there are (those
+    of the part any of ``afters`` replaced, as ``evaluate`` takes them): what ``show`` and the
+    eval page list as lost."""
+    at = task_index(before)
+    probes = probes_of(replaced_part(before, list(afters.values())), before[at] if at is not None else None)
+    sent = sent_text(after)
+    return [p for p in probes if retention([p], sent)[p.kind][0] == 0], len(probes)

@@ -173,7 +173,7 @@ def lost_evidence(dump: dict[str, Any]) -> LostEvidence | None:
     did not compact (nothing stored: nothing to compare with)."""
     if not dump.get(ORIGINALS_KEY) and not dump.get(ARCHIVE_KEY):
         return None
-    from ..engine.evaluate import lost_probes
+    from ..evidence.evaluate import lost_probes
     from ..tiers.restore import restore_details
 
     details = restore_details(dump)
