@@ -6,7 +6,7 @@ sections and budget; backends only write text."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 
@@ -28,6 +28,9 @@ class Answer:
     cached: bool = False
     repaired: bool = False  # a repair turn was needed (sections missing or repeated, over budget, cut off)
     structured: str | None = None  # how the model answered: "json" (response_format) or "markdown"
+    #: the server's usage of the requests, summed (prompt_tokens, completion_tokens, cached_tokens);
+    #: empty when the server reported none (and for a backend without a server)
+    usage: dict[str, int] = field(default_factory=dict)
 
 
 class Backend(Protocol):

@@ -247,6 +247,7 @@ class OpenAIBackend(RepairTurns):
                         raise BackendError(self._stopped)
                     tally.calls += 1
                     resp = await client.chat.completions.create(**kwargs)
+                tally.add_usage(getattr(resp, "usage", None))  # billed even when the answer is refused below
                 choices = getattr(resp, "choices", None)
                 if not choices:
                     raise BackendError("the server's answer has no choices")
@@ -409,6 +410,7 @@ class OpenAIBackend(RepairTurns):
             self._failure = None
             return answer
         error.calls, error.repaired = tally.calls, tally.repaired  # type: ignore[attr-defined]
+        error.usage = dict(tally.usage)  # type: ignore[attr-defined]
         raise error from None
 
     def _count_failure(self, message: str) -> None:
@@ -468,7 +470,8 @@ class OpenAIBackend(RepairTurns):
         while len(exchanges) > 1:
             exchanges = await self._merge(exchanges, system, budget, out_tokens, mode, tally)
         sections = await self._settle(exchanges[0], system, request.max_tokens, out_tokens, mode, tally)
-        return Answer(render_sections(sections), calls=tally.calls, repaired=tally.repaired, structured=mode)
+        return Answer(render_sections(sections), calls=tally.calls, repaired=tally.repaired, structured=mode,
+                      usage=dict(tally.usage))
 
 def _is_local(base_url: str | None) -> bool:
     """A server on this machine (loopback, localhost)."""

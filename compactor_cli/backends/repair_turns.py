@@ -10,7 +10,7 @@ OpenAIBackend, which supplies the model calls (``_complete``)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -47,6 +47,20 @@ class Tally:
     calls: int = 0
     repaired: bool = False
     looped: bool = False  # an answer ran to the token limit: later requests discourage repetition
+    #: the server's ``usage`` of the answers, summed (prompt_tokens, completion_tokens, cached_tokens);
+    #: empty while no answer carried one
+    usage: dict[str, int] = field(default_factory=dict)
+
+    def add_usage(self, usage: Any) -> None:
+        """Add one answer's ``usage`` (the OpenAI client's object, or None when the server sent none)."""
+        if usage is None:
+            return
+        details = getattr(usage, "prompt_tokens_details", None)
+        for key, value in (("prompt_tokens", getattr(usage, "prompt_tokens", None)),
+                           ("completion_tokens", getattr(usage, "completion_tokens", None)),
+                           ("cached_tokens", getattr(details, "cached_tokens", None) if details else None)):
+            if isinstance(value, int) and not isinstance(value, bool):
+                self.usage[key] = self.usage.get(key, 0) + value
 
 
 def quote_data(text: str) -> str:

@@ -138,6 +138,7 @@ async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None, cou
                                 keep_user_tokens=policy.keep_user_tokens)
         assert backend is not None
         summarised, status, sfields = await summarize_conversation(dump, opts, backend, counter)
+        _add_requests(fields, sfields)
         entry: dict[str, Any] = {"tier": 2, "keep_recent": keep_recent, "status": status.value,
                  "reason": "ratio" if ratio_escalate else "escalation_rounds"}
         if fit:
@@ -306,3 +307,13 @@ def compact_dump(dump: dict | list, policy: Policy | None = None, backend: Any =
         backend = make_backend(backend, counter.text, policy.max_summary_tokens)
     dump, _ = normalize_record(dump)
     return asyncio.run(run_and_close(compact_conversation(dump, policy, backend, counter), backend))
+
+
+def _add_requests(fields: dict[str, Any], sfields: dict[str, Any]) -> None:
+    """A summary round's model requests (``model_calls``) and the server's ``usage`` of them,
+    added to the item's, summed over the rounds."""
+    if sfields.get("model_calls"):  # (the offline backend makes none: its items stay as they were)
+        fields["model_calls"] = fields.get("model_calls", 0) + sfields["model_calls"]
+    for key, value in (sfields.get("usage") or {}).items():
+        usage = fields.setdefault("usage", {})
+        usage[key] = usage.get(key, 0) + value

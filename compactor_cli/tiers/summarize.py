@@ -85,9 +85,16 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
     request = SummaryRequest(head=head, system_text=system_text, max_tokens=budget)
     calls = 0
     repaired = False
+    usage: dict[str, int] = {}
+
+    def used(more: Any) -> None:  # the server's usage of a backend's requests, summed
+        for key, value in (more or {}).items():
+            usage[key] = usage.get(key, 0) + value
+
     try:
         answer = await backend.summarize(request)
         calls += answer.calls
+        used(getattr(answer, "usage", None))
         repaired = answer.repaired
         summary = canonical_summary(answer.text)
         n = counter.text(summary)
@@ -95,6 +102,7 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
             answer = await backend.summarize(SummaryRequest(request.head, request.system_text, request.max_tokens,
                                                             previous_tokens=n))
             calls += answer.calls
+            used(getattr(answer, "usage", None))
             repaired = repaired or answer.repaired
             summary = canonical_summary(answer.text)
             n = counter.text(summary)
@@ -122,7 +130,10 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
     except BackendError as exc:
         # the requests of a summary that failed, its repair turn included, count too
         calls += getattr(exc, "calls", 0)
+        used(getattr(exc, "usage", None))
         fields.update(model_calls=calls, repaired=repaired or getattr(exc, "repaired", False))
+        if usage:
+            fields["usage"] = usage
         if isinstance(exc, NotSmallerError):
             # a head too small for a summary to pay off is not a failure: nothing worth condensing
             # (compact takes the next round on it: a smaller keep_recent can succeed)
@@ -135,6 +146,8 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
                   user_kept=len(cut.moved) - (cut.task is not None),
                   evidence_tokens=evidence_tokens, model_calls=calls, cached=answer.cached, repaired=repaired,
                   tokens_before=before, tokens_after=after)
+    if usage:
+        fields["usage"] = usage  # as the server reported it: prompt_tokens, completion_tokens, cached_tokens
     if answer.structured:
         fields["structured"] = answer.structured  # how the model answered: json (response_format) or markdown
     return new, Status.SUMMARIZED, fields
