@@ -123,7 +123,7 @@ def run_one(dump: dict, extra: dict[str, list[dict]] | None = None) -> dict[str,
     outs["compact-half"] = compact_dump(dump, Policy(token_threshold=max(1, before // 2)))[0]["messages"]
     outs["truncate"] = truncate(dump, counter.conversation(outs["tier2"]), counter)
     outs.update(extra or {})
-    found = evaluate(messages, outs, counter.text, counter.conversation)
+    found = evaluate(messages, outs, counter)
     probes = sum(t for _, t in found["tier1"].retention.values())
     if not probes:
         return None

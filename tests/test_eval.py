@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import orjson
 from helpers import FIXTURES
+from hypothesis import given, settings
+from strategies import conversations
 
 from compactor_cli import formats
 from compactor_cli.cli import cli
@@ -43,7 +45,7 @@ def test_a_compaction_already_made_is_measured_as_the_library_measures_it(runner
     ((_, before, _),) = list(formats.read_file(str(MINI)))
     ((_, after, _),) = list(formats.read_file(str(out)))
     counter = counter_for("cl100k_base")
-    want = evaluate(before["messages"], {"after": after["messages"]}, counter.text, counter.conversation)["after"]
+    want = evaluate(before["messages"], {"after": after["messages"]}, counter)["after"]
     assert got == want.as_dict()
 
 
@@ -99,3 +101,28 @@ def test_the_agents_own_compaction_is_measured_from_its_log(runner, tmp_path):
     agent = doc["settings"]["agent's own compaction"]
     assert agent["tokens_after"] < agent["tokens_before"]
     assert runner.invoke(cli, ["eval", "--agent-compaction", str(TAU)]).exit_code == 1  # not a Claude Code log
+
+
+@settings(deadline=None)
+@given(conversations())
+def test_the_token_breakdown_sums_to_the_conversations_count(dump):
+    """Issue 29: the categories of a record's tokens add up to its total in the chosen encoding."""
+    from compactor_cli.evidence.evaluate import tokens_by_category
+    from compactor_cli.model.tokens import counter_for
+
+    counter = counter_for("o200k_base")
+    by_category = tokens_by_category(dump["messages"], counter)
+    assert sum(by_category.values()) == counter.conversation(dump["messages"])
+
+
+def test_the_breakdown_of_real_runs_sums_to_the_report_tokens(runner, tmp_path):
+    report = tmp_path / "r.json"
+    res = runner.invoke(cli, ["eval", str(FIXTURES / "real" / "codex_rollout_apply_patch.jsonl"),
+                              str(FIXTURES / "formats" / "claude_code_session.jsonl"),
+                              "--try", "toolcall --keep 2", "--report", str(report), "-q"])
+    assert res.exit_code == 0, res.stderr
+    doc = orjson.loads(report.read_bytes())
+    for item in doc["items"]:
+        for figures in item["settings"].values():
+            assert sum(figures["tokens_by_category_before"].values()) == figures["tokens_before"]
+            assert sum(figures["tokens_by_category_after"].values()) == figures["tokens_after"]

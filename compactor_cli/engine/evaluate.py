@@ -269,7 +269,7 @@ def run_eval(inputs: list[str], tries: list[str], from_: str = "auto", encoding:
                 run.failures.append(Failure(where, "; ".join(m if n == AFTER else f"[{n}] {m}" for n, m in failed)))
                 continue
             measured = {n: m for n, m in afters.items() if not isinstance(m, str)}
-            found = evaluate(dump["messages"], measured, counter.text, counter.conversation)
+            found = evaluate(dump["messages"], measured, counter)
             run.add_measured(where, dump["messages"], measured, found,
                           {n: w for n, w in written.items() if w is not None}, fmt)
     return run
@@ -301,7 +301,7 @@ def run_agent_eval(inputs: list[str], encoding: str = "cl100k_base", keep_worst:
         if full["messages"] == since["messages"]:
             run.skipped.append(Failure(path, "the session has no compaction to measure"))
             continue
-        found = evaluate(full["messages"], {AGENT: since["messages"]}, counter.text, counter.conversation)
+        found = evaluate(full["messages"], {AGENT: since["messages"]}, counter)
         run.add_measured(path, full["messages"], {AGENT: since["messages"]}, found, {AGENT: since}, "claude-code")
     return run
 

@@ -7,17 +7,17 @@ unchanged (compared by value), so several settings are measured on the same prob
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from ..model.conversation import call_parts, content_text
+from ..model.conversation import call_parts
 from .harness import task_index
 from .probes import ESSENTIAL, KINDS, Probe, probes_of, retention, sent_text
 
-CATEGORIES = ("system", "user", "assistant", "tool_calls", "tool_results", "reasoning", "images")
+CATEGORIES = ("system", "user", "assistant", "tool_calls", "tool_results", "reasoning", "images", "overhead")
 
 
 def _key(message: Any) -> bytes:
@@ -35,28 +35,50 @@ def replaced_part(before: list[dict[str, Any]], afters: list[list[dict[str, Any]
     return [m for m in body if any(_key(m) not in k for k in kept)]
 
 
-def tokens_by_category(messages: list[dict[str, Any]], count: Callable[[str], int]) -> dict[str, int]:
-    """Tokens of the texts a model is sent, by what they are (the per-message overhead aside)."""
+def tokens_by_category(messages: list[dict[str, Any]], counter: Any) -> dict[str, int]:
+    """The tokens ``counter`` (a model.tokens.TokenCounter) counts for ``messages``, by what they
+    are: they sum to ``counter.conversation(messages)`` exactly, the per-message and per-call
+    framing, roles and names under ``overhead``; an image's tokens (its pixels, as its vendor
+    bills it) under ``images``; a tool call's name and arguments under ``tool_calls``."""
+    from ..model.images import IMAGE_PART_TYPES, image_tokens
+    from ..model.tokens import REPLY_PRIMING, TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_TOOL_CALL
+
     out = dict.fromkeys(CATEGORIES, 0)
+    out["overhead"] += REPLY_PRIMING
     for m in messages:
-        if not isinstance(m, dict):
-            continue
-        role = m.get("role")
-        content = m.get("content")
-        if isinstance(content, list):
-            out["images"] += sum(1 for p in content if isinstance(p, dict) and "image" in str(p.get("type", "")))
-        text = content_text(content)
+        role = m.get("role", "")
+        out["overhead"] += TOKENS_PER_MESSAGE + counter.short(role)
         key = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
-               "tool": "tool_results"}.get(str(role))
-        if key and text:
-            out[key] += count(text)
-        for call in m.get("tool_calls") or ():
-            parts = call_parts(call)
-            if parts is not None:
-                out["tool_calls"] += count(parts[0]) + count(parts[1])
+               "tool": "tool_results"}.get(role if isinstance(role, str) else "", "user")
+        content = m.get("content")
+        if isinstance(content, str):
+            out[key] += counter.text(content)
+        elif isinstance(content, list):
+            for p in content:
+                if isinstance(p, dict):
+                    text = p.get("text")
+                    if isinstance(text, str):
+                        out[key] += counter.text(text)
+                    elif p.get("type") in IMAGE_PART_TYPES:
+                        out["images"] += image_tokens(p)
+        if len(m) <= (2 if "content" in m else 1):
+            continue  # role and content only: nothing more counted (as TokenCounter.message)
+        name = m.get("name")
+        if isinstance(name, str):
+            out["overhead"] += TOKENS_PER_NAME + counter.text(name)
         for r in ("reasoning", "reasoning_content"):
             if isinstance(m.get(r), str):
-                out["reasoning"] += count(m[r])
+                out["reasoning"] += counter.text(m[r])
+        for call in m.get("tool_calls") or ():
+            fn = call.get("function") if isinstance(call, dict) else None
+            if isinstance(fn, dict):
+                out["overhead"] += TOKENS_PER_TOOL_CALL
+                out["tool_calls"] += counter.short(fn.get("name") or "") + counter.text(fn.get("arguments") or "")
+            elif isinstance(call, dict) and isinstance(call.get("custom"), dict):
+                parts = call_parts(call)
+                if parts is not None:
+                    out["overhead"] += TOKENS_PER_TOOL_CALL
+                    out["tool_calls"] += counter.short(parts[0]) + counter.text(parts[1])
     return out
 
 
@@ -105,20 +127,19 @@ class Evaluation:
                 self.categories_before, "tokens_by_category_after": self.categories_after, "records": self.records}
 
 
-def evaluate(before: list[dict[str, Any]], afters: Mapping[str, list[dict[str, Any]]],
-             count_text: Callable[[str], int], count_conversation: Callable[[list[dict[str, Any]]], int]
+def evaluate(before: list[dict[str, Any]], afters: Mapping[str, list[dict[str, Any]]], counter: Any
              ) -> dict[str, Evaluation]:
     """Each compaction in ``afters`` (name -> its messages) of the conversation ``before`` (OpenAI
     form, as ``formats.read`` gives any format), measured on the probes of the part any of them
-    replaced."""
+    replaced; tokens counted by ``counter`` (a model.tokens.TokenCounter), by category too."""
     at = task_index(before)
     probes = probes_of(replaced_part(before, list(afters.values())), before[at] if at is not None else None)
-    cats_before = tokens_by_category(before, count_text)
-    tokens_before = count_conversation(before)
+    cats_before = tokens_by_category(before, counter)
+    tokens_before = counter.conversation(before)
     out = {}
     for name, after in afters.items():
-        out[name] = Evaluation(retention(probes, sent_text(after)), tokens_before, count_conversation(after),
-                               dict(cats_before), tokens_by_category(after, count_text))
+        out[name] = Evaluation(retention(probes, sent_text(after)), tokens_before, counter.conversation(after),
+                               dict(cats_before), tokens_by_category(after, counter))
     return out
 
 
