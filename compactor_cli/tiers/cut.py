@@ -71,7 +71,9 @@ def choose_cut_point(messages: list[dict], keep_recent: int = DEFAULT_KEEP_RECEN
         kept.insert(0, forced)
     task = task_message(messages, head, kept) if keep_task else None  # the user's request, verbatim
     moved = [task] if task is not None else []
-    moved += agent_compactions(messages, head, kept)  # encrypted earlier context: no summary can read it
+    # encrypted earlier context, which no summary can read; before a force-kept user message only,
+    # which the kept part starts with (what is taken from the head stays in its order: kept_at)
+    moved += [i for i in agent_compactions(messages, head, kept) if forced is None or i < forced]
     if user_tokens > 0 and count is not None and verbatim_allowed(messages, head, kept):
         room = user_tokens
         for i in reversed(real_user_indices(messages)):  # the user's own words, the latest first
