@@ -264,7 +264,6 @@ def fresh_imports() -> dict[str, subprocess.CompletedProcess[str]]:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("fresh_imports")  # the fixture starts them all: once, on one worker under -n
 @pytest.mark.parametrize("module", IMPORTABLE)
 def test_imports_alone(module: str, fresh_imports: dict[str, subprocess.CompletedProcess[str]]) -> None:
     """Each module imports first in a fresh interpreter: a cycle that only works in one order fails here."""

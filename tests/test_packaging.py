@@ -14,7 +14,7 @@ import pytest
 
 import compactor_cli
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]  # builds a wheel, once: one worker under -n
+pytestmark = pytest.mark.slow  # builds a wheel
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "compactor_cli"

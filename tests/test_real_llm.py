@@ -23,8 +23,7 @@ from compactor_cli.backends.openai_backend import ANTI_LOOP_PENALTY
 from compactor_cli.backends.sections import SECTIONS, parse_sections
 from compactor_cli.model.conversation import check_pairing
 
-# one worker under pytest -n: the two model servers are session fixtures, started once, not once a worker
-pytestmark = [pytest.mark.real_llm, pytest.mark.slow, pytest.mark.xdist_group("real_llm")]
+pytestmark = [pytest.mark.real_llm, pytest.mark.slow]
 
 
 @pytest.fixture(scope="session")
