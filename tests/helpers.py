@@ -1,5 +1,8 @@
 """Helpers the tests share (import them: ``from helpers import tool_conv``), as black's
-tests/util.py; conftest.py holds only the fixtures pytest injects."""
+tests/util.py; the other helper modules hold what a few test modules share (engine_cases,
+killed_runs, native_dumps, openai_runs, ray_cluster, strategies, chat_server, browser), and
+conftest.py the fixtures pytest injects and the Hypothesis profiles. A test module never imports
+another test module."""
 
 from __future__ import annotations
 
