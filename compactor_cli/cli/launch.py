@@ -4,6 +4,7 @@ an exit code. Progress goes to stderr, only for a person watching a terminal."""
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
@@ -29,8 +30,24 @@ config_option = click.option("--config", metavar="FILE", is_eager=True, expose_v
                                   "load code, choose the server or prompt file, or the files written].")
 
 
+#: What a terminal would act on or break a line at: C0 controls but tab, DEL, C1 controls, and
+#: the Unicode line and paragraph separators (a file name or a data value could otherwise recolour
+#: the terminal, move its cursor or forge a log line of its own).
+_TERMINAL_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with what a terminal would act on written as escapes (``\\x1b``, ``\\n``)."""
+    if not _TERMINAL_UNSAFE.search(text):
+        return text
+    return _TERMINAL_UNSAFE.sub(lambda m: {"\n": "\\n", "\r": "\\r"}.get(m.group(), f"\\x{ord(m.group()):02x}"
+                                if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}"), text)
+
+
 def emit(line: str) -> None:
-    click.echo(line, err=True)
+    """One line on stderr, made safe for a terminal: every progress, warning, error and summary
+    line goes through here."""
+    click.echo(terminal_safe(line), err=True)
 
 
 class _Bar:
@@ -39,7 +56,7 @@ class _Bar:
     def __init__(self, total: int, desc: str) -> None:
         from tqdm import tqdm
 
-        self.bar = tqdm(total=total or None, desc=desc, unit="B", unit_scale=True, unit_divisor=1024,
+        self.bar = tqdm(total=total or None, desc=terminal_safe(desc), unit="B", unit_scale=True, unit_divisor=1024,
                         file=sys.stderr, leave=False, dynamic_ncols=True)
         self.conversations = 0
 
