@@ -139,3 +139,36 @@ def test_a_claude_code_log_api_ready_keeps_its_earlier_part_in_the_sidecar(tmp_p
     back = xcompact("restore", "-q", str(out), "--sidecar", str(side))
     full = xcompact("toolcall", "-q", "--keep", "100", "--claude-code-history", "full", str(log))
     assert orjson.loads(back.stdout)["messages"] == orjson.loads(full.stdout)["messages"]
+
+
+@pytest.mark.parametrize("change", ["reordered", "edited", "foreign"])
+def test_a_sidecar_is_tied_to_its_records_not_their_positions(tmp_path, change):
+    """Issue 28: each sidecar line carries its record's fingerprint; a reordered or edited output,
+    or another run's output of the same length, fails with a line naming it — never gets other
+    records' originals back."""
+    def records(task: str) -> bytes:
+        convs = [tool_conv(4, size=300) for _ in range(3)]
+        for i, conv in enumerate(convs):  # what the API-ready records differ in: their task
+            conv["messages"][0] = {"role": "user", "content": f"{task} {i}"}
+        return b"".join(orjson.dumps(c) + b"\n" for c in convs)
+
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(records("task"))
+    out, side = tmp_path / "out.jsonl", tmp_path / "side.jsonl"
+    assert xcompact("toolcall", "-q", "--keep", "0", str(src), "-o", str(out), "--api-ready", str(side)).returncode == 0
+    lines = out.read_bytes().splitlines(keepends=True)
+    if change == "reordered":
+        out.write_bytes(lines[1] + lines[0] + lines[2])
+    elif change == "edited":
+        out.write_bytes(lines[0] + lines[1].replace(b"task 1", b"task 7") + lines[2])
+    else:  # the output of another input, with as many records
+        other, other_side = tmp_path / "other.jsonl", tmp_path / "other_side.jsonl"
+        src.write_bytes(records("another task"))
+        assert xcompact("toolcall", "-q", "--keep", "0", str(src), "-o", str(other),
+                        "--api-ready", str(other_side)).returncode == 0
+        out.write_bytes(other.read_bytes())
+    back = tmp_path / "back.jsonl"
+    proc = xcompact("restore", str(out), "--sidecar", str(side), "-o", str(back))
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and "was written for another record" in err and "Traceback" not in err, err
+    assert not back.exists()

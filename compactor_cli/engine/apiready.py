@@ -3,12 +3,13 @@ takes it, without xcompact's bookkeeping at the top level (``compacted_tool_resu
 ``summarized_messages``, ``tokens_used``, ``compaction_counter``, ``xcompact``, a log's
 ``source``), and those keys go, record by record and in order, to a JSONL sidecar::
 
-    {"source": "in.jsonl", "line": 3, "keys": {"compacted_tool_results": {...}, ...}}
+    {"source": "in.jsonl", "line": 3, "record": "<hash of the API-ready record>", "keys": {...}}
 
 ``restore --sidecar SIDECAR`` and ``extract --sidecar SIDECAR`` put the keys back into the
 i-th record before reading it, so nothing is lost: the output can be sent as it is, and the
 originals still come back. A sidecar that does not match its output (fewer or more lines, a
-key also in the record with another value) fails that file, never silently."""
+line written for another record: a reordered, edited or foreign output; a key also in the
+record with another value) fails that file, never silently."""
 
 from __future__ import annotations
 
@@ -47,14 +48,24 @@ def split_record(out: bytes, form: str) -> tuple[bytes, dict[str, Any]]:
     return dump_bytes({k: v for k, v in obj.items() if k not in keys}, form, exact), keys
 
 
-def sidecar_line(rec: Record, keys: dict[str, Any]) -> bytes:
+def record_fingerprint(raw: bytes) -> str:
+    """What ties a sidecar line to its record: a hash of the API-ready record's bytes (its line
+    end and surrounding whitespace aside)."""
+    import hashlib
+
+    return hashlib.blake2b(raw.strip(b" \t\r\n"), digest_size=16).hexdigest()
+
+
+def sidecar_line(rec: Record, keys: dict[str, Any], out: bytes) -> bytes:
+    """The sidecar line of a record: where it came from, the fingerprint of ``out`` (the record
+    as written, without its bookkeeping) and the bookkeeping ``keys``."""
+    entry = {"source": rec.source, "line": rec.line, "record": record_fingerprint(out), "keys": keys}
     try:
-        return orjson.dumps({"source": rec.source, "line": rec.line, "keys": keys}) + b"\n"
+        return orjson.dumps(entry) + b"\n"
     except orjson.JSONEncodeError:  # integers beyond 64 bits in the bookkeeping
         import json
 
-        return json.dumps({"source": rec.source, "line": rec.line, "keys": keys}, ensure_ascii=False,
-                          separators=(",", ":")).encode() + b"\n"
+        return json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
 class SidecarReader:
@@ -68,7 +79,9 @@ class SidecarReader:
             raise InvalidInputError(f"cannot read the sidecar {path}: {exc.strerror}") from None
         self.n = 0
 
-    def next_keys(self) -> dict[str, Any]:
+    def next_keys(self) -> tuple[dict[str, Any], str | None]:
+        """The next line's bookkeeping keys and the fingerprint of its record (None in a sidecar
+        written before fingerprints were)."""
         line = self.fh.readline()
         while line and not line.strip():
             line = self.fh.readline()
@@ -82,7 +95,10 @@ class SidecarReader:
             raise InvalidInputError(f"sidecar {self.path} line {self.n}: {exc}") from None
         if not isinstance(entry, dict) or not isinstance(entry.get("keys"), dict):
             raise InvalidInputError(f"sidecar {self.path} line {self.n}: expected {{\"keys\": {{...}}}}")
-        return entry["keys"]
+        fingerprint = entry.get("record")
+        if fingerprint is not None and not isinstance(fingerprint, str):
+            raise InvalidInputError(f"sidecar {self.path} line {self.n}: 'record' must be the record's fingerprint")
+        return entry["keys"], fingerprint
 
     def check_end(self) -> None:
         rest = self.fh.read().strip()
@@ -123,5 +139,9 @@ def _ints(value: Any) -> Iterator[int]:
 def merged(records: Iterator[Record], reader: SidecarReader) -> Iterator[Record]:
     """Records with their sidecar keys, in step; the sidecar must end with them."""
     for rec in records:
-        yield merge_record(rec, reader.next_keys())
+        keys, fingerprint = reader.next_keys()
+        if fingerprint is not None and fingerprint != record_fingerprint(rec.raw):
+            raise InvalidInputError(f"sidecar {reader.path} line {reader.n} was written for another record than "
+                                    f"{rec.where}: is the output reordered, edited, or not this sidecar's?")
+        yield merge_record(rec, keys)
     reader.check_end()

@@ -441,7 +441,7 @@ class _Batch:
                             from .apiready import sidecar_line, split_record
 
                             out, keys = split_record(out, rec.form)
-                            api_sink.write(sidecar_line(rec, keys))
+                            api_sink.write(sidecar_line(rec, keys, out))
                         if rec.form == "json":
                             pending_doc = out
                         else:
