@@ -63,6 +63,24 @@ def test_a_write_that_fails_on_a_file_size_limit_leaves_no_temporary_file(tmp_pa
     assert not list(journals_dir().glob("*.json")), "a failed run that cannot be resumed left its journal"
 
 
+def test_finished_is_the_last_attempt_s_not_an_earlier_one_s(tmp_path):
+    """Issue 28: a run finished, a second attempt of it failed (an output over the file-size
+    limit); --resume then said "nothing to resume: this run already finished" and left the failed
+    attempt's state. Now every attempt that runs takes the run off the finished list first."""
+    src = _many_records(tmp_path, n=200)
+    out = tmp_path / "out.jsonl"
+    args = ["toolcall", "--no-tokens", "--keep", "0", "-j", "1", str(src), "-o", str(out)]
+    assert xcompact(*args, "-q").returncode == 0
+    finished = out.read_bytes()
+    out.unlink()
+    failed = xcompact(*args, "-q", preexec_fn=_file_size_limit(src.stat().st_size // 4))
+    assert failed.returncode == 1 and b"File too large" in failed.stderr and not out.exists()
+    again = xcompact(*args, "--resume")
+    err = again.stderr.decode()
+    assert again.returncode == 0 and "already finished" not in err, err
+    assert out.read_bytes() == finished
+
+
 def test_a_file_size_limit_hit_while_loading_the_tokenizer_is_one_error_line(tmp_path):
     """With token counting, the tokenizer's cache write under ulimit -f was a traceback."""
     src = _many_records(tmp_path, n=3)

@@ -201,7 +201,10 @@ def _run_journaled(settings: Settings, io: RunIO, plan: Any, processor: Processo
     finally:
         signal.signal(signal.SIGTERM, previous)
     if journal is not None:
-        journal.finish()
+        if report.file_errors:  # an output that could not be written: this attempt did not finish
+            journal.discard()
+        else:
+            journal.finish()
     if not io.quiet:
         for text in getattr(backend, "warnings", ()) if io.warnings != "none" else ():  # e.g. an unusable cache
             emit(f"warning: {text}")

@@ -15,7 +15,9 @@ journal's name hashes the command, its parameters and its targets, so other opti
 afresh. Only the run holding the journal's lock reads or writes it: a second run of the same
 command on the same paths (refused by the output locks) can neither delete nor finish it. A
 finished run deletes its journal and leaves its key in a short list (the last FINISHED_KEPT
-runs), so --resume after the end does nothing and the cache does not grow with the runs."""
+runs), so --resume after the end does nothing and the cache does not grow with the runs; every
+attempt that runs takes its key off that list first, so "finished" is the last attempt's, never
+an earlier one's when this one failed."""
 
 from __future__ import annotations
 
@@ -154,6 +156,20 @@ class Journal:
                 self.finished = bool(state.get("complete"))  # written by an earlier version
         if not self.resumed:
             self.discard()
+        if not self.finished:  # this attempt runs: "finished" was an earlier attempt's, and no longer holds
+            self._forget_finished()
+
+    def _forget_finished(self) -> None:
+        """Take this run off the finished list, so an attempt that then fails (a dead worker, an
+        output over the file-size limit) is never taken for a finished run by --resume."""
+        keys = _finished_keys(self.path)
+        if self._key not in keys:
+            return
+        try:
+            write_bytes_atomic(os.path.join(os.path.dirname(self.path), "finished"),
+                               "".join(k + "\n" for k in keys if k != self._key).encode())
+        except OSError:
+            pass  # then --resume may still say finished: the earlier behaviour, never a lost byte
 
     @property
     def _key(self) -> str:
