@@ -10,6 +10,7 @@ import resource
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import orjson
@@ -234,3 +235,45 @@ def test_an_input_that_changes_under_a_run_stops_that_file(dataset, tmp_path, ca
     assert src.read_bytes() == after  # in place: never renamed over the changed input
     assert not out.exists()
     assert _leftovers(out.parent, src.parent) == []
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.append(int(entry))
+    return out
+
+
+@pytest.mark.slow
+def test_a_worker_killed_under_a_parallel_run_is_one_error_line_and_no_partial(tmp_path):
+    """Issue 28: a -j 2 worker killed (the out-of-memory killer's SIGKILL) ended the run with a
+    BrokenProcessPool traceback. Now: exit 1, one line saying what happened and what to do, no
+    output and no temporary file left."""
+    src = _many_records(tmp_path, n=4000)  # ~5 MB: long enough to kill a worker mid-run
+    out_dir = tmp_path / "out"
+    proc = start_run(["toolcall", "-j", "2", str(src), "-o", str(out_dir / "out.jsonl")],
+                     stderr=subprocess.PIPE)
+    workers: list[int] = []
+    deadline = time.monotonic() + 60
+    while not workers and proc.poll() is None and time.monotonic() < deadline:
+        workers = _children(proc.pid)
+        time.sleep(0.01)
+    if not workers:
+        proc.wait()
+        pytest.skip("the run ended before its workers could be seen")
+    time.sleep(0.3)
+    os.kill(workers[0], signal.SIGKILL)
+    _, err_bytes = proc.communicate(timeout=300)
+    err = err_bytes.decode()
+    if proc.returncode == 0:
+        pytest.skip("the run finished before the kill reached a worker")
+    assert proc.returncode == 1 and "Traceback" not in err and "Usage:" not in err, err
+    assert "a worker process died" in err and "-j 1" in err
+    assert not (out_dir / "out.jsonl").exists() and _leftovers(out_dir, src.parent) == []

@@ -103,6 +103,7 @@ def run(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> None:
 
 def run_io(settings: Any, io: Any) -> None:
     """Run on this machine and exit with the run's code; map what the engine raises to exit codes."""
+    from ..engine.executors import WorkerDiedError
     from ..engine.local import run_command, silence_stdout
     from ..engine.report import ReportError
     from ..files.sinks import OutputLocked, StdoutClosed
@@ -113,7 +114,8 @@ def run_io(settings: Any, io: Any) -> None:
         silence_stdout()
         sys.exit(EXIT_STDOUT_CLOSED)
     except (UsageError, OutputError) as exc:
-        if isinstance(exc, (ReportError, OutputLocked)):  # a state conflict (another run's report), not usage
+        # a state conflict (another run's report or output) or a dead worker: exit 1, not usage
+        if isinstance(exc, (ReportError, OutputLocked, WorkerDiedError)):
             emit(f"error: {exc}")
             sys.exit(EXIT_FAILED)
         raise click.UsageError(str(exc)) from None

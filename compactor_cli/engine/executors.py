@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..commands.base import Transform
 from ..commands.registry import command_of
 from ..commands.settings import Settings
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, OutputError
 from ..files.compression import LIMIT_VARIABLE, RecordTooLarge, max_record_bytes, size_text
 from ..files.parts import PARTS_PREFIX, Part, remove_stale_parts, unlink_part
 from ..files.records import CHANGED_INPUT, Record, input_identity
@@ -37,6 +37,10 @@ from .step import Outcome, process_record, process_record_async
 if TYPE_CHECKING:  # asyncio and the process pool are imported where used: a run without a model or
     import asyncio  # workers does not pay for them at start-up
     from concurrent.futures import Future
+
+class WorkerDiedError(OutputError):
+    """A worker process of -j N died: the run cannot go on (exit 1, one line, no partial left)."""
+
 
 Outcomes = Callable[[Iterable[Record]], Iterator[tuple[Record, Outcome]]]
 BATCH_BYTES = 2 * 2**20
@@ -57,6 +61,12 @@ def make_transform(settings: Settings, counter: Counters | None) -> tuple[Transf
 
 
 # ---------------------------------------------------------------- worker processes
+
+#: What a run says when a worker process died under it (the out-of-memory killer, a signal): the
+#: pool is broken, so the run stops there (engine/local.py turns concurrent.futures' error into this).
+WORKER_DIED = ("a worker process died (killed by the system: out of memory, or a signal); nothing of the "
+               "unfinished file was written; run it again with fewer jobs (-j 1) or more memory")
+
 
 _worker: dict[str, Any] = {}
 PR_SET_PDEATHSIG = 1

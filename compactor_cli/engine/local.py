@@ -33,7 +33,7 @@ from ..files.sinks import (
 )
 from ..files.targets import JSONL_SUFFIXES, STDIN, Target, is_regular_input, plan_run
 from ..formats import file_format, iter_records
-from .executors import Outcomes, ParallelOutcomes, Processor
+from .executors import WORKER_DIED, Outcomes, ParallelOutcomes, Processor, WorkerDiedError
 from .guards import abort_quietly, plan_sidecars, refuse_log_in_place
 from .report import EXIT_INTERRUPTED, EXIT_OK, EXIT_STDOUT_CLOSED, Report, ReportError
 from .run import Console, Emit, start_report
@@ -192,11 +192,13 @@ def _run_journaled(settings: Settings, io: RunIO, plan: Any, processor: Processo
             journal.discard()
         silence_stdout()
         return EXIT_STDOUT_CLOSED
-    except BaseException:  # not an interruption (a report that cannot be written...): nothing to resume
+    except BaseException as exc:  # not an interruption (a report that cannot be written...): nothing to resume
         _quiet_close(closer)
         report.abort()
         if journal is not None:
             journal.discard()
+        if type(exc).__name__ == "BrokenProcessPool":  # a -j worker died: one line, not a traceback
+            raise WorkerDiedError(WORKER_DIED) from None
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
