@@ -55,8 +55,12 @@ def report_command(report_path: str, html: str) -> None:
             write_page(html, render_eval_page(doc, source=report_path))
             return
         head, digest = read_report(report_path)
-        page = render_dataset_page(head["command"], head.get("parameters") or {}, head.get("version") or "?",
-                                   head["totals"], head["exit_code"], digest, source=report_path)
+        try:
+            page = render_dataset_page(head["command"], head.get("parameters") or {}, head.get("version") or "?",
+                                       head["totals"], head["exit_code"], digest, source=report_path)
+        except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as exc:  # totals of the wrong types
+            raise InvalidInputError(f"{report_path}: the report's totals do not fit together ({exc}); was the "
+                                    "report edited?") from None
         write_page(html, page)
     except (InvalidInputError, OutputError) as exc:
         emit(f"error: {exc}")

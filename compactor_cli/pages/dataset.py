@@ -188,6 +188,10 @@ def read_report(path: str) -> tuple[dict[str, Any], DatasetDigest]:
     for n, item in enumerate(doc["items"], 1):
         if not isinstance(item, dict) or not isinstance(item.get("status"), str):
             raise InvalidInputError(f"{path}: item {n} of the report is not a report item (it has no status)")
-        digest.add(item)
+        try:
+            digest.add(item)
+        except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as exc:  # a field of another type
+            raise InvalidInputError(f"{path}: item {n} of the report has a field of the wrong type ({exc}); "
+                                    "was the report edited?") from None
     head = {k: v for k, v in doc.items() if k != "items"}
     return head, digest
