@@ -138,10 +138,10 @@ def _check_tool_calls(calls: Any, ptr: str) -> Iterator[Problem]:
             continue
         if not isinstance(call.get("id"), str):
             yield Problem(f"{cptr}/id", "a tool call needs a string 'id'", True)
-        fn = call.get("function")
-        if fn is None:
+        if "function" not in call:
             continue  # custom tool calls carry other payloads
-        if not isinstance(fn, dict):
+        fn = call["function"]
+        if not isinstance(fn, dict):  # null included: the schema refuses it too
             yield Problem(f"{cptr}/function", f"function must be an object, got {_type_name(fn)}", True)
             continue
         if not isinstance(fn.get("name"), str):
