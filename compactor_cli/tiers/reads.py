@@ -59,14 +59,15 @@ def _one_read(cmd: str) -> str | None:
     paths: list[str] = []
     for segment in cmd.split("|"):
         toks = shell_words(segment.strip())
-        if not toks or toks[0].rsplit("/", 1)[-1] not in _READERS:
+        program = toks[0].rsplit("/", 1)[-1] if toks else ""
+        if program not in _READERS:
             return None
-        if toks[0].endswith("sed") and any(t.startswith("-i") or t == "--in-place" for t in toks[1:]):
+        if program == "sed" and any(t.startswith("-i") or t == "--in-place" for t in toks[1:]):
             return None
         args = [t for t in toks[1:] if not t.startswith("-")]
-        if toks[0].endswith("sed") and args:
+        if program == "sed" and args:
             args = args[1:]  # the script
-        elif toks[0].rsplit("/", 1)[-1] in ("head", "tail"):
+        elif program in ("head", "tail"):
             args = [t for t in args if not t.isdigit()]  # head -n 20 FILE
         paths.extend(args)
     return paths[0] if len(paths) == 1 else None
