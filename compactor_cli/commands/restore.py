@@ -49,11 +49,11 @@ Result = TierResult
 
 def op_restore(dump: dict, settings: Settings) -> Result:
     from ..formats.claude_code_tree import give_back_before_compaction
-    from ..tiers.restore import restore_details
+    from ..tiers.restore import restore_checked
 
     meta = dump.get(META_KEY)
     style = meta.get(STYLE_FIELD) if isinstance(meta, dict) else None
-    new, restored, missing = restore_details(dump)
+    new, restored, missing = restore_checked(dump)  # the step checked its shape
     new, earlier = give_back_before_compaction(new)  # a Claude Code log read since its compaction
     fields: dict[str, Any] = {"restored_count": restored + earlier}
     if style is not None and META_KEY not in new:  # all given back: in the bytes the input had

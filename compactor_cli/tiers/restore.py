@@ -218,8 +218,14 @@ def restore_details(dump: Any) -> RestoreDetails:
     from . import arguments as check
 
     check.conversation(dump, shape=True)
+    return restore_checked(dump)
+
+
+def restore_checked(dump: Any) -> RestoreDetails:
+    """``restore_details`` of a conversation whose shape is checked already (the engine's step
+    checks every record before its transform: not twice on the way)."""
     if isinstance(dump, list):
-        new, restored, missing = restore_details({"messages": dump})
+        new, restored, missing = restore_checked({"messages": dump})
         return RestoreDetails(new["messages"] if list(new) == ["messages"] else new, restored, missing)
     dump, rounds, rounds_left = _restore_summaries(dump)  # the tier-2 archive first, then the placeholders
     dump, media = restore_media(dump)
