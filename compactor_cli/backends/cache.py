@@ -63,11 +63,11 @@ class SummaryCache:
             return None
         try:
             row = self.db.execute("SELECT summary FROM summaries WHERE key = ?", (key,)).fetchone()
-        except (OSError, sqlite3.Error) as exc:
+            if row and isinstance(row[0], bytes):  # stored by put() for a text that is not valid UTF-8
+                return row[0].decode("utf-8", "surrogatepass")
+        except (OSError, sqlite3.Error, ValueError) as exc:  # ValueError: a damaged entry's bytes
             self._fail(exc)
             return None
-        if row and isinstance(row[0], bytes):  # stored by put() for a text that is not valid UTF-8
-            return row[0].decode("utf-8", "surrogatepass")
         return row[0] if row and isinstance(row[0], str) else None
 
     def put(self, key: str, summary: str) -> None:

@@ -114,6 +114,14 @@ class _Guarded:
         if not isinstance(answer, Answer):
             raise BackendError(f"backend {self.spec} returned {type(answer).__name__}, not an Answer "
                                "(from compactor_cli import Answer)")
+        if not isinstance(answer.text, str):
+            raise BackendError(f"backend {self.spec} returned an Answer whose text is {type(answer.text).__name__}, "
+                               "not str")
+        try:  # checked here: at the writer it would fail the record as if the input were at fault
+            answer.text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise BackendError(f"backend {self.spec} returned a summary that cannot be written: a lone surrogate "
+                               f"at character {exc.start} (not valid UTF-8)") from None
         return answer
 
     async def aclose(self) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -128,6 +129,7 @@ class OpenAIBackend(RepairTurns):
         self.opts = opts
         self.model = opts.model or DEFAULT_MODEL
         self.base_url = opts.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        _check_url(self.base_url, "--base-url" if opts.base_url else "OPENAI_BASE_URL")
         self._key = os.environ.get("OPENAI_API_KEY") or ""
         # a model on this machine's CPU may take minutes per request: a remote API's timeout would
         # abandon (and resend) requests the server is still working on
@@ -142,6 +144,7 @@ class OpenAIBackend(RepairTurns):
         # which server answers is part of the cache key; its credentials are not
         self.endpoint = (redact_url(self.base_url) or DEFAULT_ENDPOINT).rstrip("/")
         self.warnings: list[str] = []  # one line each, for the runner to print once
+        self._said_surrogates = False
         self.count = count_tokens
         self.input_tokens = opts.summary_input_tokens or context_window(self.model) or DEFAULT_INPUT_TOKENS
         self.instructions = opts.instructions or DEFAULT_INSTRUCTIONS
@@ -179,8 +182,20 @@ class OpenAIBackend(RepairTurns):
             return None
         hit = self.cache.get(key)
         self._check_cache()
+        hit = self._writable(hit) if hit is not None else None  # kept exactly by an older put()
         # an entry written before answers were checked for secrets is not served
         return hit if hit is not None and not contains_secret(hit, self._secrets) else None
+
+    def _writable(self, text: str) -> str:
+        """A lone surrogate (a JSON answer's "\\ud800" escape) is valid JSON but no UTF-8 file
+        can hold it: written as U+FFFD, said once per run, so the answer does not fail the
+        record at the writer, where it would be blamed on the input."""
+        safe = writable_text(text)
+        if safe is not text and not self._said_surrogates:
+            self._said_surrogates = True
+            self.warnings.append("the server's answer held lone surrogates (\\ud800-\\udfff escapes, which no "
+                                 "UTF-8 file can hold); they are written as U+FFFD")
+        return safe
 
     def _cache_put(self, key: str, text: str) -> None:
         if self.cache is not None:
@@ -226,7 +241,11 @@ class OpenAIBackend(RepairTurns):
         BackendError at once, never retried."""
         import openai
 
-        client = self._get_client()
+        try:
+            client = self._get_client()
+        except Exception as exc:  # noqa: BLE001  a URL the transport refuses though it parses
+            raise BackendError(self._mask(f"the openai client cannot use the server URL ({type(exc).__name__})")) \
+                from None
         assert self._sem is not None
         kwargs: dict[str, Any] = dict(model=self.model, temperature=self.opts.temperature, max_tokens=max_tokens,
                                       messages=messages)
@@ -246,7 +265,9 @@ class OpenAIBackend(RepairTurns):
                     if self._stopped is not None:
                         raise BackendError(self._stopped)
                     tally.calls += 1
-                    resp = await client.chat.completions.create(**kwargs)
+                    # the client's timeout bounds each socket read; this bounds the whole answer, so
+                    # a server that drips bytes cannot hold a request past --timeout
+                    resp = await asyncio.wait_for(client.chat.completions.create(**kwargs), self.timeout)
                 tally.add_usage(getattr(resp, "usage", None))  # billed even when the answer is refused below
                 choices = getattr(resp, "choices", None)
                 if not choices:
@@ -254,6 +275,7 @@ class OpenAIBackend(RepairTurns):
                 text = choices[0].message.content
                 if not text or not text.strip():
                     raise BackendError("the model returned an empty summary")
+                text = self._writable(text)
                 if contains_secret(text, self._secrets):
                     raise BackendError(ECHOED_SECRET)
                 finish = getattr(choices[0], "finish_reason", None)
@@ -282,6 +304,9 @@ class OpenAIBackend(RepairTurns):
                 retryable = exc.status_code in (408, 409, 429) or exc.status_code >= 500
             except openai.APIConnectionError as exc:  # timeouts included
                 retryable, reason, wait = True, self._describe(exc), None
+            except asyncio.TimeoutError:
+                retryable, wait = True, None
+                reason = f"no complete answer within the {self.timeout:g} s timeout (--timeout)"
             except Exception as exc:  # noqa: BLE001  malformed answers (JSON, shape) from the server
                 retryable, reason, wait = True, f"malformed answer from the server ({type(exc).__name__})", None
             if not retryable or attempt > self.opts.retries:
@@ -472,6 +497,36 @@ class OpenAIBackend(RepairTurns):
         sections = await self._settle(exchanges[0], system, request.max_tokens, out_tokens, mode, tally)
         return Answer(render_sections(sections), calls=tally.calls, repaired=tally.repaired, structured=mode,
                       usage=dict(tally.usage))
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def writable_text(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD; ``text`` itself when it has none."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub("\ufffd", text)
+    return text
+
+
+def _check_url(base_url: str | None, source: str) -> None:
+    """A base URL that is not http(s)://HOST[:PORT]/... is a usage error here, before any work
+    (the CLI checks it too; the library and a worker's environment reach this first). Never
+    quoted: it may hold credentials."""
+    from .config import BadServerURL, server_host
+
+    if not base_url:
+        return
+    try:
+        server_host(base_url)
+    except BadServerURL as exc:
+        if source == "OPENAI_BASE_URL":
+            raise UsageError(f"OPENAI_BASE_URL is not a usable server URL ({exc}); correct it, unset it or give "
+                             "--base-url") from None
+        raise UsageError(f"the server's base URL (--base-url) is not usable ({exc})") from None
+
 
 def _is_local(base_url: str | None) -> bool:
     """A server on this machine (loopback, localhost)."""
