@@ -23,7 +23,8 @@ reading, lossy and documented:
   lines in ``source.summaries``.
 - A rewind (a prompt edited or a reply regenerated: two turns under one ``parentUuid``) keeps
   the branch the session continued on, the ancestry of its last event; the events of the other
-  branches are not read, listed in ``source.rewound_branches`` (line, events) and noted.
+  branches are not read, listed in ``source.rewound_branches`` (line, events) and noted. A
+  ``compact_boundary`` on such a branch is one of its events: it never cuts the branch kept.
 - Every tool call keeps a result: a call the log never answers gets the result
   ``[no result recorded in the Claude Code log]`` (listed in ``source.unanswered``), a result
   whose call is not in the log becomes a user message (listed in ``source.orphan_results``).
@@ -266,6 +267,8 @@ def read_claude_code(events: Iterable[tuple[int, Any]], source: str | None = Non
                 r.user(msg, n)
             else:
                 r.assistant(msg, n)
+        elif t == "system" and e.get("subtype") == "compact_boundary" and (n, id(e)) in dropped_ids:
+            continue  # on a rewound branch: counted with its events, never the live branch's cut
         elif t == "system" and e.get("subtype") == "compact_boundary":
             meta = e.get("compactMetadata") or {}
             r.boundaries.append({"line": n, "before_message": len(r.messages), **{
@@ -378,6 +381,8 @@ def read_claude_code_anthropic(events: Iterable[tuple[int, Any]], source: str | 
                     _add(out, lines, "user", content, n)
                 else:
                     _add(out, lines, "user", others, n)
+        elif t == "system" and e.get("subtype") == "compact_boundary" and (n, id(e)) in dropped_ids:
+            continue  # on a rewound branch (see the OpenAI reading)
         elif t == "system" and e.get("subtype") == "compact_boundary":
             meta = e.get("compactMetadata") or {}
             boundaries.append({"line": n, "before_message": len(out), **{

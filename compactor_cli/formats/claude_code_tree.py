@@ -39,25 +39,37 @@ def _turn_key(e: dict, parent: dict | None) -> Any:
     return ("assistant", mid if isinstance(mid, str) else e.get("uuid"))
 
 
+def is_boundary(e: Any) -> bool:
+    """A ``compact_boundary`` event (Claude Code's own compaction)."""
+    return isinstance(e, dict) and e.get("type") == "system" and e.get("subtype") == "compact_boundary"
+
+
 def rewound_branches(events: list[tuple[int, Any]]) -> tuple[set[int], list[dict]]:
-    """Indexes of the dialogue events on branches the session left (a prompt edited or a reply
-    regenerated: two turns under one parent), and one note per branch. The branch kept is the
-    one the session continued on: the ancestry of its last dialogue event."""
+    """Indexes of the dialogue events and compact_boundary events on branches the session left
+    (a prompt edited or a reply regenerated: two turns under one parent; a compaction is a turn
+    too), and one note per branch. The branch kept is the one the session continued on: the
+    ancestry of its last dialogue event."""
     by_uuid: dict[str, int] = {}
     for i, (_, e) in enumerate(events):
         if isinstance(e, dict) and isinstance(e.get("uuid"), str):
             by_uuid.setdefault(e["uuid"], i)
     dialogue = [i for i, (_, e) in enumerate(events) if isinstance(e, dict) and e.get("type") in ("user", "assistant")
                 and not e.get("isSidechain")]
+    # a compact_boundary belongs to the branch it was written on: one on a branch the session
+    # left must not cut the live branch (the readers skip the boundaries returned here)
+    boundaries = [i for i, (_, e) in enumerate(events) if is_boundary(e) and not e.get("isSidechain")]
+    members, is_cut = sorted(dialogue + boundaries), set(boundaries)
     turns: dict[str, dict[Any, int]] = {}
-    for i in dialogue:
+    for i in members:
         e = events[i][1]
-        p = e.get("parentUuid")
-        if not isinstance(p, str):
-            continue
-        parent = events[by_uuid[p]][1] if p in by_uuid else None
-        key = _turn_key(e, parent)
-        if key is not None:
+        if i in is_cut:  # a turn of its own under the event it followed (logicalParentUuid)
+            p, key = _parent(e), ("boundary", e.get("uuid"))
+        else:
+            p = e.get("parentUuid")
+            if not isinstance(p, str):
+                continue
+            key = _turn_key(e, events[by_uuid[p]][1] if p in by_uuid else None)
+        if isinstance(p, str) and key is not None:
             turns.setdefault(p, {}).setdefault(key, i)
     forks = {p: kids for p, kids in turns.items() if len(kids) > 1}
     if not forks or not dialogue:
@@ -98,7 +110,7 @@ def rewound_branches(events: list[tuple[int, Any]]) -> tuple[set[int], list[dict
         return found
 
     sizes: dict[int, int] = {}
-    for i in dialogue:
+    for i in members:
         r = root_of(i)
         if r is not None:
             dropped.add(i)
