@@ -4,9 +4,11 @@ LLaMA-Factory function-calling form), one per JSONL line or JSON document.
 Read into an OpenAI dump (lossy, documented): ``system`` turns and the ``system`` key are system
 messages; ``human``/``user`` turns user messages; ``gpt``/``assistant``/``model``/``chatgpt``
 turns assistant messages; a ``function_call`` turn (a JSON ``{"name", "arguments"}`` or a list
-of them) an assistant message with tool calls (IDs ``call_<n>``, in order); ``observation``/
-``tool``/``function`` turns their results, in call order (one turn holding a JSON list as long as
-the pending calls answers them all). Turns in the ``{"role", "content"}`` form are read as chat
+of them; consecutive ones are one message) an assistant message with tool calls (IDs
+``call_<n>``, in order); ``observation``/``tool``/``function`` turns their results, in call
+order: one observation per call, or one holding a JSON list as long as the pending calls
+answers them all; any other count after several calls is an error (ambiguous), never a result
+attached to another call. Turns in the ``{"role", "content"}`` form are read as chat
 messages. ``tools`` (a JSON string or a list) is kept as the dump's ``tools``; other keys go to
 ``source.record``.
 
@@ -44,6 +46,39 @@ def _calls(value: Any) -> list[dict] | None:
     return calls
 
 
+def _result_run(turns: list, start: int) -> list[tuple[int, str | None]]:
+    """(index, value) of the observation turns in a row from ``start`` (the first is one)."""
+    run: list[tuple[int, str | None]] = []
+    for k in range(start, len(turns)):
+        t = turns[k]
+        if not (isinstance(t, dict) and isinstance(t.get("from"), str) and t["from"].lower() in RESULT):
+            break
+        v = t.get("value")
+        run.append((k, v if v is None or isinstance(v, str) else jdump(v)))
+    return run
+
+
+def _pair(run: list[tuple[int, str | None]], pending: list[str]) -> list[tuple[int, str | None]]:
+    """(turn index, result) for the calls ``pending``, in call order, from a run of
+    observations: one per call; or, for several calls, one observation holding a JSON list of
+    their results (LLaMA-Factory's parallel calls). With one call (or none) the first answers it
+    and the rest are results without a call (repair_pairing says so). Any other count is
+    ambiguous: an error, never a result attached to another call."""
+    n, k, at = len(pending), len(run), run[0][0]
+    if n <= 1 or k == n:
+        return run
+    if k == 1:
+        try:
+            parsed = orjson.loads(run[0][1] or "")
+        except orjson.JSONDecodeError:
+            parsed = None
+        if isinstance(parsed, list) and len(parsed) == n:
+            return [(at, x if isinstance(x, str) else jdump(x)) for x in parsed]
+    raise fail(f"{n} function calls are followed by {k} observation turns: which observation answers which call "
+               f"is ambiguous (give one observation per call, in call order, or one holding a JSON list of the "
+               f"{n} results)", f"/conversations/{at}")
+
+
 def read_sharegpt(obj: Any, source: str | None = None, line: int | None = None) -> tuple[dict, list[str]]:
     if not looks_like(obj):
         raise fail("a ShareGPT record needs a 'conversations' list")
@@ -56,13 +91,19 @@ def read_sharegpt(obj: Any, source: str | None = None, line: int | None = None) 
     pending: list[str] = []
     n_call = 0
     unparsed = 0
-    for i, turn in enumerate(obj["conversations"]):
+    turns = obj["conversations"]
+    after_call = False  # the previous turn was a call turn: a call turn now adds to its message
+    i = 0
+    while i < len(turns):
+        turn = turns[i]
         ptr = f"/conversations/{i}"
         if not isinstance(turn, dict):
             raise fail(f"a turn must be an object, got {type_name(turn)}", ptr)
         if "from" not in turn and "role" in turn:  # the chat form
             msgs.append(dict(turn.items()))
             where.append(i)
+            after_call = False
+            i += 1
             continue
         who, value = turn.get("from"), turn.get("value")
         if not isinstance(who, str):
@@ -75,39 +116,38 @@ def read_sharegpt(obj: Any, source: str | None = None, line: int | None = None) 
             if calls is None:
                 unparsed += 1
                 calls = [{"name": "unknown", "arguments": value}]
-            tool_calls: list[dict[str, Any]] = []
+            if not after_call:  # a new assistant turn; consecutive call turns are one (parallel calls)
+                msgs.append({"role": "assistant", "content": None, "tool_calls": []})
+                where.append(i)
+                pending = []
             for c in calls:
                 n_call += 1
                 args = c.get("arguments", c.get("parameters", {}))
-                tool_calls.append({"id": f"call_{n_call}", "type": "function",
-                                   "function": {"name": c["name"], "arguments": args if isinstance(args, str)
-                                                else jdump(args)}})
-            msgs.append({"role": "assistant", "content": None, "tool_calls": tool_calls})
-            where.append(i)
-            pending = [c["id"] for c in tool_calls]
+                msgs[-1]["tool_calls"].append({"id": f"call_{n_call}", "type": "function", "function": {
+                    "name": c["name"], "arguments": args if isinstance(args, str) else jdump(args)}})
+                pending.append(f"call_{n_call}")
+            after_call = True
         elif who_l in RESULT:
-            results = [value]
-            if len(pending) > 1:
-                try:
-                    parsed = orjson.loads(value or "")
-                except orjson.JSONDecodeError:
-                    parsed = None
-                if isinstance(parsed, list) and len(parsed) == len(pending):
-                    results = [x if isinstance(x, str) else jdump(x) for x in parsed]
-            for r in results:
+            run = _result_run(turns, i)
+            for k, r in _pair(run, pending):
                 out: dict[str, Any] = {"role": "tool"}
                 if pending:
                     out["tool_call_id"] = pending.pop(0)
                 out["content"] = r
                 msgs.append(out)
-                where.append(i)
+                where.append(k)
+            after_call = False
+            i += len(run)
+            continue
         elif who_l in USER or who_l == "system" or who_l in ASSISTANT:
             role = "user" if who_l in USER else "system" if who_l == "system" else "assistant"
             msgs.append({"role": role, "content": value})
             where.append(i)
+            after_call = False
         else:
             raise fail(f"unknown speaker {who!r}; expected human, gpt, system, function_call or observation",
                        f"{ptr}/from")
+        i += 1
     msgs, where, done = repair_pairing(msgs, where, NO_RESULT)
     dump: dict[str, Any] = {"messages": msgs}
     tools = obj.get("tools")
