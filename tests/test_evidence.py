@@ -15,11 +15,17 @@ from compactor_cli import formats
 from compactor_cli.backends.sections import split_evidence
 from compactor_cli.cli import cli
 from compactor_cli.evidence import evidence_of, probes_of, retention, sent_text, task_index
-from compactor_cli.evidence.extract import error_lines, exit_code, output_text, parse_evidence
+from compactor_cli.evidence.extract import error_lines, exit_code, output_text, parse_evidence, render_evidence
 from compactor_cli.model.tokens import counter_for
 from compactor_cli.status import Status
 from compactor_cli.tiers.compact import compact_dump
-from compactor_cli.tiers.options import Policy
+from compactor_cli.tiers.options import (
+    EVIDENCE_AUTO_MAX,
+    LONG_HEAD_TOKENS,
+    EVIDENCE_SHARE,
+    Policy,
+    evidence_room,
+)
 from compactor_cli.tiers.restore import restore_conversation
 from compactor_cli.tiers.summarize import summarize_dump
 
@@ -107,6 +113,62 @@ def test_errors_exit_codes_and_tests_are_read_from_outputs():
     g = groups(msgs)
     assert g["Test run"] == ["`cd /testbed && python -m pytest tests/test_a.py` → 1 failed, 3 passed"]
     assert g["Command failed"] == ["`make build` → exit 2"]
+
+
+def test_a_search_that_finds_nothing_is_not_a_failed_command_and_a_caret_is_not_an_error():
+    msgs = [{"role": "user", "content": "find it"}]
+    msgs += turn("a", "bash", {"command": "rg -n 'def parse' src && sed -n '1,5p' src/a.py"}, "<returncode>1</returncode>")
+    msgs += turn("b", "bash", {"command": "grep -rn TODO ."}, "<returncode>1</returncode>")
+    msgs += turn("c", "bash", {"command": "rg -n x --badflag"}, "<returncode>2</returncode>\nerror: bad flag given")
+    msgs += turn("d", "bash", {"command": "python -m pytest -q"},
+                 "E     ^\nE   SyntaxError: f-string expression part cannot include a backslash\n" + "x" * 300)
+    g = groups(msgs)
+    assert g["Command failed"] == ["`rg -n x --badflag` → exit 2"]  # exit 1 of a search: no match, not a failure
+    assert "E ^" not in g["Error met"]
+    assert "E SyntaxError: f-string expression part cannot include a backslash" in g["Error met"]
+
+
+def test_a_long_error_line_is_listed_by_its_start():
+    line = "E   assert 'nozzle' in '{" + "\\n 100," * 40 + "}'"
+    msgs = [{"role": "user", "content": "run"}] + turn("a", "bash", {"command": "pytest"}, line)
+    (listed,) = groups(msgs)["Error met"]
+    assert len(listed) <= 120 and listed.endswith("…") and listed.startswith("E assert 'nozzle' in")
+
+
+def test_created_files_are_listed_apart_and_read_back_as_created():
+    msgs = [{"role": "user", "content": "add them"}]
+    msgs += turn("a", "apply_patch", "*** Begin Patch\n*** Add File: src/a.py\n+x\n*** Update File: src/b.py\n"
+                 "@@\n-a\n+b\n*** Add File: tests/test_a.py\n+y\n*** End Patch", "Done", custom=True)
+    counter = counter_for("cl100k_base")
+    ev = evidence_of(msgs)
+    body = render_evidence({g: ev.items(g) for g in ev.groups}, 500, counter.text)
+    assert body.splitlines() == ["- Files created: tests/test_a.py, src/a.py", "- Files changed: src/b.py"]
+    back = parse_evidence(body)["Files changed"]
+    assert sorted(back) == sorted(ev.items("Files changed"))  # an anchored round reads them as they were
+
+
+def test_a_long_heads_evidence_grows_beyond_its_share_and_a_budget_of_ones_own_caps_it():
+    """Auto: the evidence's 3/4 of the summary's budget grows in proportion to a head over
+    150,000 tokens (a 70-file session's paths do not fit 768 tokens); the sections keep their
+    part. --evidence-tokens N caps it."""
+    counter = counter_for("cl100k_base")
+    msgs = [{"role": "user", "content": "Please build the whole package for me."}]
+    for i in range(150):
+        patch = f"*** Begin Patch\n*** Add File: pkg/module_number_{i}/implementation_{i}.py\n+x\n*** End Patch"
+        msgs += turn(f"c{i}", "apply_patch", patch, "Done " + "output line\n" * 600, custom=True)
+    msgs.append({"role": "user", "content": "Thanks, now document it."})
+    dump = {"messages": msgs}
+    head_tokens = counter.conversation(msgs)
+    assert head_tokens > LONG_HEAD_TOKENS * 1.2  # long enough to grow
+    auto, status, details = summarize_dump(dump, keep_recent=2)
+    assert status is Status.SUMMARIZED
+    assert 1024 * EVIDENCE_SHARE < details["evidence_tokens"] <= min(
+        evidence_room(1024, head_tokens, None)[0], EVIDENCE_AUTO_MAX)
+    assert details["summary_tokens"] > 1024  # the growth adds to the budget ...
+    assert "## key_facts" in auto["messages"][0]["content"]  # ... never takes the sections' part
+    capped, _, capped_details = summarize_dump(dump, keep_recent=2, evidence_tokens=300)
+    assert capped_details["evidence_tokens"] <= 300 and capped_details["summary_tokens"] <= 1024
+    assert restore_conversation(auto)[0] == dump and restore_conversation(capped)[0] == dump
 
 
 def test_state_changing_tools_name_the_ids_they_acted_on():
@@ -208,7 +270,8 @@ def test_codex_apply_patch_custom_calls_are_counted_summarised_and_drawn(runner,
     assert counter.message(patch_msgs[0]) > counter.message(without) + 1000  # the patch's tokens count
     new, status, _ = summarize_dump(dump, keep_recent=4)
     assert status is Status.SUMMARIZED
-    assert "specs/005-orchestrator-architecture/tasks.md (created)" in new["messages"][0]["content"]
+    created = next(line for line in new["messages"][0]["content"].splitlines() if line.startswith("- Files created: "))
+    assert "specs/005-orchestrator-architecture/tasks.md" in created.split(": ", 1)[1].split(", ")
     res = runner.invoke(cli, ["show", str(CODEX)])
     assert res.exit_code == 0 and "-> apply_patch(*** Begin Patch" in res.stdout and "?()" not in res.stdout
 
@@ -233,13 +296,24 @@ def test_a_second_round_keeps_the_first_rounds_evidence():
 
 @pytest.mark.parametrize("budget", [64, 96, 300, 1024])
 def test_summary_with_evidence_stays_within_the_budget(budget):
+    """A budget of the user's own for the evidence keeps the summary within --max-summary-tokens;
+    auto lets a long head's evidence add to it, by no more than it grants (0.5% of the head)."""
     counter = counter_for("cl100k_base")
-    new, status, details = summarize_dump(read(MINI), max_summary_tokens=budget)
-    if status is Status.SUMMARIZED:
+    dump = read(MINI)
+    for evidence_tokens in (evidence_room(budget, 0, None)[1] // 2, None):
+        new, status, details = summarize_dump(dump, max_summary_tokens=budget, evidence_tokens=evidence_tokens)
+        if status is not Status.SUMMARIZED:
+            continue
         text = new["messages"][0]["content"]
         summary = text[text.index("## system_context"):text.index("\n\n[Compaction note")]
-        assert counter.text(summary) == details["summary_tokens"] <= budget
+        assert counter.text(summary) == details["summary_tokens"]
         assert ("## evidence" in summary) == (details["evidence_tokens"] > 0)
+        if evidence_tokens is not None:
+            assert details["summary_tokens"] <= budget
+            assert details["evidence_tokens"] <= evidence_tokens
+        else:
+            most, share = evidence_room(budget, counter.conversation(dump["messages"]), None)
+            assert details["summary_tokens"] <= budget + most - share
 
 
 def test_compact_uses_the_room_under_the_threshold():

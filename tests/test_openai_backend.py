@@ -98,8 +98,9 @@ def test_over_budget_is_repaired_once_in_the_same_chat(runner, tmp_path):
     src, _ = write_convs(tmp_path)
     replies = [Reply(content=summary_text(filler_words=400)), Reply(content=summary_text())]
     budget = str(200 + NOTE_TOKENS)  # 200 for the summary, the rest for the compaction note
+    budget_args = ("--max-summary-tokens", budget, "--evidence-tokens", "50")  # at most 50 of it the evidence's
     with ChatServer(lambda req: replies.pop(0)) as server:
-        res, out, doc = run(runner, server, src, tmp_path, "--max-summary-tokens", budget)
+        res, out, doc = run(runner, server, src, tmp_path, *budget_args)
     assert doc["items"][0]["status"] == "SUMMARIZED" and doc["items"][0]["model_calls"] == 2
     limit = 200 - doc["items"][0]["evidence_tokens"]  # the evidence section's tokens are xcompact's
     first, repair = server.requests
@@ -107,7 +108,7 @@ def test_over_budget_is_repaired_once_in_the_same_chat(runner, tmp_path):
     assert repair["messages"][2] == {"role": "assistant", "content": summary_text(filler_words=400)}
     assert f"tokens, over the limit of {limit}" in repair["messages"][3]["content"]
     with ChatServer(lambda req: Reply(content=summary_text(filler_words=400))) as server:
-        res, out, doc = run(runner, server, src, tmp_path, "--max-summary-tokens", budget)
+        res, out, doc = run(runner, server, src, tmp_path, *budget_args)
     item = doc["items"][0]
     assert item["status"] == "SUMMARIZE_FAILED" and f"over the limit of {limit} (after a repair turn)" in item["error"]
     assert len(server.requests) == 2 and out.read_bytes() == src.read_bytes()

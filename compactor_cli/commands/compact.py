@@ -72,13 +72,14 @@ class Compact(Command):
                         dedup_reads=v["dedup_reads"], truncate_inputs=v["truncate_inputs"],
                         images_keep=kept_last(v["images"]), thinking_keep=kept_last(v["thinking"]),
                         keep_task=v["keep_task"], evidence=v["evidence"],
-                        keep_user_tokens=v["keep_user_tokens"])
+                        keep_user_tokens=v["keep_user_tokens"], evidence_tokens=v["evidence_tokens"])
         params.update(controls)
         params.update(token_threshold=token_threshold, message_threshold=message_threshold, keep=v["keep"],
                       keep_recent="fit" if fit else v["keep_recent"], escalation_rounds=v["escalation_rounds"],
                       max_retries=v["max_retries"], max_summary_tokens=v["max_summary_tokens"],
                       preserve_system=v["preserve_system"], keep_task=v["keep_task"], evidence=v["evidence"],
-                      keep_user_tokens=v["keep_user_tokens"], keep_originals=keep_originals, threshold_source=source,
+                      keep_user_tokens=v["keep_user_tokens"], evidence_tokens=v["evidence_tokens"],
+                      keep_originals=keep_originals, threshold_source=source,
                       model=v["conversation_model"], context_window=v["context_window"], check=check,
                       dry_run=dry_run, originals=v["originals"], strict=strict, encoding=v["encoding"])
         settings = Settings("compact", keep=v["keep"], keep_originals=keep_originals, strict=strict,

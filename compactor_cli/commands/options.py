@@ -261,6 +261,11 @@ CUT_OPTIONS: list[Slot] = [
     click.option("--evidence/--no-evidence", default=True, show_default=True,
                  help="End the summary with xcompact's evidence section (files changed and read, errors met, "
                       "tests, failed commands), computed from the transcript for every backend."),
+    click.option("--evidence-tokens", type=click.IntRange(min=0, max=MAX_INT), default=None,
+                 show_default="auto: 3/4 of --max-summary-tokens, growing in proportion to a head over "
+                              "150,000 tokens (at most 2,048)",
+                 help="Token budget of the evidence section; what it takes beyond 3/4 of --max-summary-tokens "
+                      "is added to the summary, never taken from its sections."),
 ]
 #: compact's own: the trigger, the conversation's model, escalation and retries, --check.
 THRESHOLD_OPTIONS: list[Slot] = [

@@ -41,10 +41,11 @@ class Summarize(Command):
         summary = SummarizeOptions(keep_recent=v["keep_recent"], max_summary_tokens=v["max_summary_tokens"],
                                    preserve_system=v["preserve_system"], keep_originals=keep_originals,
                                    keep_task=v["keep_task"], evidence=v["evidence"],
-                                   keep_user_tokens=v["keep_user_tokens"])
+                                   keep_user_tokens=v["keep_user_tokens"], evidence_tokens=v["evidence_tokens"])
         params.update(keep_recent=v["keep_recent"], max_summary_tokens=v["max_summary_tokens"],
                       preserve_system=v["preserve_system"], keep_task=v["keep_task"], evidence=v["evidence"],
-                      keep_user_tokens=v["keep_user_tokens"], originals=v["originals"], strict=strict,
+                      keep_user_tokens=v["keep_user_tokens"], evidence_tokens=v["evidence_tokens"],
+                      originals=v["originals"], strict=strict,
                       encoding=v["encoding"], dry_run=dry_run)
         return Configured("summarize", Settings("summarize", keep_originals=keep_originals, strict=strict,
                                             encoding=v["encoding"], summary=summary, backend=backend,

@@ -63,9 +63,16 @@ _ERROR_LINE = re.compile(
     r"|Killed|Timed out|timed out after|TimeoutExpired).*)$")
 _LISTING = re.compile(r"^\s*\d+\s*[\t:│|→]|^\s+\d+\s|^\s*[-+@]{1,3}\s|^\s*(?:def|class|raise|except|assert|return|if|"
                       r"elif|for|while|with|import|from)\b|^\s*#|^\s*//")
+# a search or comparison whose exit status 1 means "no match" or "they differ", not a failure
+_NO_MATCH = re.compile(r"(?:^|[;&|(]\s*|\s)(?:e|f|z|rip)?grep\b|(?:^|[;&|(]\s*)(?:rg|ag|ack|diff|cmp|test)\b|\[\s")
 _CWD = re.compile(r"<cwd>([^<\n]+)</cwd>")
 _PATHLIKE = re.compile(r"^[\w.~/@+-][\w./@+~-]*$")
 MAX_ERRORS_PER_OUTPUT = 3
+CREATED = " (created)"
+#: An error line is listed up to this many characters: its start names the error and the place;
+#: the rest (an assertion's operands, a repr) is in the tool result, stored when it is compacted.
+ERROR_CHARS = 120
+_WORDS = re.compile(r"[A-Za-z]{2,}")
 
 
 @dataclass
@@ -335,11 +342,12 @@ def evidence_of(messages: list[dict[str, Any]], root: str | None = None) -> Evid
             text = output_text(m.get("content"))
             code = exit_code(text)
             for line in error_lines(text)[-MAX_ERRORS_PER_OUTPUT:]:
-                ev.add("Error met", line, line if len(line) <= 220 else line[:219] + "…")
+                if len(_WORDS.findall(line)) >= 2:  # "E ^" is pytest's caret, not an error
+                    ev.add("Error met", line, line if len(line) <= ERROR_CHARS else line[:ERROR_CHARS - 1] + "…")
             if cmd is not None:
                 if _TEST_CMD.search(_strip_heredocs(cmd)) and not _NOT_A_TEST.match(cmd):
                     ev.add("Test run", _short(cmd), f"`{_short(cmd)}` → {_test_result(text, code)}")
-                elif code not in (None, 0):
+                elif code not in (None, 0) and not (code == 1 and _NO_MATCH.search(cmd)):
                     ev.add("Command failed", _short(cmd), f"`{_short(cmd)}` → exit {code}")
     if ev.root:
         _relative(ev, ev.root)
@@ -396,6 +404,7 @@ def render_evidence(groups: dict[str, list[str]], budget: int, count: Callable[[
 def _admit(queues: dict[str, list[str]], chosen: dict[str, list[str]], admitted: tuple[str, ...], used: int,
            budget: int, count: Callable[[str], int]) -> int:
     """Admit the items of ``admitted`` groups round robin (SHARE per round) while they fit."""
+    labels = {_shown(g, it)[0] for g in GROUPS for it in chosen[g]}
     while any(queues[g] for g in admitted):
         progressed = False
         for g in admitted:
@@ -403,11 +412,13 @@ def _admit(queues: dict[str, list[str]], chosen: dict[str, list[str]], admitted:
                 if not queues[g]:
                     break
                 item = queues[g].pop(0)
-                cost = count(f"{item}, ") if g in INLINE and chosen[g] else count(f"- {g}: {item}\n")
+                label, text = _shown(g, item)
+                cost = count(f"{text}, ") if label in labels and g in INLINE else count(f"- {label}: {text}\n")
                 if used + cost > budget:
                     queues[g] = []  # this group is full: the rest of it is older
                     break
                 chosen[g].append(item)
+                labels.add(label)
                 used += cost
                 progressed = True
         if not progressed:
@@ -415,13 +426,25 @@ def _admit(queues: dict[str, list[str]], chosen: dict[str, list[str]], admitted:
     return used
 
 
+def _shown(group: str, item: str) -> tuple[str, str]:
+    """The bullet an item is listed under and its text there: files created get a bullet of their
+    own instead of a "(created)" after each path (fewer tokens in a run that adds many files)."""
+    if group == "Files changed" and item.endswith(CREATED):
+        return "Files created", item[: -len(CREATED)]
+    return group, item
+
+
 def _render(chosen: dict[str, list[str]]) -> str:
-    lines = []
+    lines: list[str] = []
     for g in GROUPS:
         if not chosen[g]:
             continue
         if g in INLINE:
-            lines.append(f"- {g}: " + ", ".join(chosen[g]))
+            bullets: dict[str, list[str]] = {}
+            for item in chosen[g]:
+                label, text = _shown(g, item)
+                bullets.setdefault(label, []).append(text)
+            lines.extend(f"- {label}: " + ", ".join(texts) for label, texts in bullets.items())
         else:
             lines.extend(f"- {g}: {item}" for item in chosen[g])
     return "\n".join(lines)
@@ -434,6 +457,9 @@ def parse_evidence(body: str) -> dict[str, list[str]]:
         if not line.startswith("- "):
             continue
         label, sep, rest = line[2:].partition(": ")
+        if sep and label == "Files created":  # listed apart, held as files changed "(created)"
+            groups["Files changed"].extend(f"{path}{CREATED}" for path in rest.split(", "))
+            continue
         if not sep or label not in groups:
             continue
         items = rest.split(", ") if label in INLINE else [rest]

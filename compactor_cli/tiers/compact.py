@@ -19,7 +19,7 @@ from ..model.conversation import COUNTER_KEY, REPLACED_KEYS, estimated_message_l
 from ..model.tokens import MemoTokens, TokenCounter, counter_for
 from ..status import Status
 from .cut import NotSmallerError, head_tool_counts
-from .options import DEFAULT_KEEP_RECENT, DEFAULT_TOKEN_THRESHOLD, Policy, SummarizeOptions
+from .options import DEFAULT_KEEP_RECENT, DEFAULT_TOKEN_THRESHOLD, Policy, SummarizeOptions, evidence_room
 from .store import remember as _remember
 from .summarize import summarize_conversation
 from .toolcall import reclaim_tool_results
@@ -135,7 +135,7 @@ async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None, cou
         opts = SummarizeOptions(keep_recent=keep_recent, max_summary_tokens=policy.max_summary_tokens,
                                 preserve_system=policy.preserve_system, keep_originals=policy.keep_originals,
                                 keep_task=policy.keep_task, evidence=policy.evidence,
-                                keep_user_tokens=policy.keep_user_tokens)
+                                keep_user_tokens=policy.keep_user_tokens, evidence_tokens=policy.evidence_tokens)
         assert backend is not None
         summarised, status, sfields = await summarize_conversation(dump, opts, backend, counter)
         _add_requests(fields, sfields)
@@ -222,6 +222,9 @@ def fit_keep_recent(messages: list[dict], policy: Policy, memo: MemoTokens) -> i
     if policy.message_threshold is not None:
         return max(0, policy.message_threshold - start - 2)  # the system message, the task, the summary's
     room = int(policy.threshold * ESCALATION_RATIO) - policy.max_summary_tokens - memo.conversation(messages[:start])
+    if policy.evidence:  # what the evidence of a long head may add to the summary's budget (at most)
+        most, share = evidence_room(policy.max_summary_tokens, memo.conversation(body), policy.evidence_tokens)
+        room -= most - share
     task = None
     if policy.keep_task and body:
         from ..formats.rules import task_message

@@ -10,18 +10,40 @@ DEFAULT_KEEP = 12  # xun's toolcall_keep_max
 DEFAULT_KEEP_RECENT = 16  # xun's summary_keep_max
 DEFAULT_MAX_SUMMARY_TOKENS = 1024
 MIN_SUMMARY_TOKENS = 64  # what the eight section headings alone need
+#: Most of the summary's budget the evidence section may take (the model's or the extractive
+#: sections get the rest, and at least MIN_SUMMARY_TOKENS): what a run changed and met comes
+#: first, since an agent cannot re-derive it; the sections' prose is what a long run gives up.
+EVIDENCE_SHARE = 0.75
+#: A long head's evidence may take more than that share (--evidence-tokens auto): the share grows
+#: in proportion to the head beyond LONG_HEAD_TOKENS, up to EVIDENCE_AUTO_MAX. The full evidence of
+#: the long real Codex sessions is 0.5-0.6% of their heads (1,400-1,600 tokens of 230,000-250,000);
+#: a small budget stays small (the share of 64 tokens is none).
+LONG_HEAD_TOKENS = 150_000
+EVIDENCE_AUTO_MAX = 2048
+
+
+def evidence_room(budget: int, head_tokens: int, evidence_tokens: int | None) -> tuple[int, int]:
+    """(the evidence section's budget, the part of it taken from the summary's ``budget``): a
+    budget of the user's own, or 3/4 of the summary's, growing with a head over LONG_HEAD_TOKENS;
+    whatever the evidence takes beyond its share is added to the summary, never taken from its
+    sections."""
+    share = max(0, min(int(budget * EVIDENCE_SHARE), budget - MIN_SUMMARY_TOKENS))
+    if evidence_tokens is not None:
+        return evidence_tokens, min(evidence_tokens, share)
+    return max(share, min(share * head_tokens // LONG_HEAD_TOKENS, EVIDENCE_AUTO_MAX)), share
 DEFAULT_TOKEN_THRESHOLD = 192_000
-#: The user's later messages kept verbatim by tier 2 (besides the task), in tokens: a tenth of
-#: Codex's 20,000, since a batch compaction is asked to shrink; on the shared real runs it keeps
-#: every later user turn of the tau-bench and Claude Code heads and the last few of a long Codex session.
-DEFAULT_KEEP_USER_TOKENS = 2000
+#: The user's later messages kept verbatim by tier 2 (besides the task), in tokens: the user's own
+#: words are what an agent can least re-derive; 8,000 (Codex keeps 20,000) keeps every later user
+#: turn of the shared real runs, long Codex sessions of 30–50 turns included, at 1–3% of their tokens.
+DEFAULT_KEEP_USER_TOKENS = 8000
 
 
 #: How each option field is checked when the object is made (a library caller's wrong type or
 #: value is a UsageError naming it): (kind, minimum); kinds: count, optional count, flag, text, names.
 _CHECKS: dict[str, tuple[str, int]] = {
     "keep_recent": ("optional count", 0), "max_summary_tokens": ("count", MIN_SUMMARY_TOKENS),
-    "keep_user_tokens": ("count", 0), "keep": ("count", 0), "escalation_rounds": ("count", 1),
+    "keep_user_tokens": ("count", 0), "evidence_tokens": ("optional count", 0), "keep": ("count", 0),
+    "escalation_rounds": ("count", 1),
     "max_retries": ("count", 0), "token_threshold": ("optional count", 1), "message_threshold": ("optional count", 1),
     "keep_turns": ("optional count", 0), "clear_at_least": ("optional count", 1),
     "max_result_tokens": ("optional count", 1), "truncate_inputs": ("optional count", 1),
@@ -57,6 +79,8 @@ class SummarizeOptions:
     keep_task: bool = True  # the task (the first real user request) stays verbatim, first after the system message
     evidence: bool = True  # the summary ends with xcompact's evidence section (files, errors, tests, commands)
     keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS  # the user's later messages kept verbatim, at most
+    #: the evidence section's budget; None: 3/4 of the summary's, more for a long head (evidence_room)
+    evidence_tokens: int | None = None
 
     def __post_init__(self) -> None:
         from .arguments import count
@@ -91,6 +115,7 @@ class Policy:
     keep_task: bool = True  # tier 2's (SummarizeOptions)
     evidence: bool = True
     keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS
+    evidence_tokens: int | None = None
 
     def __post_init__(self) -> None:
         _check_fields(self)

@@ -32,12 +32,9 @@ from .options import (
     DEFAULT_MAX_SUMMARY_TOKENS,
     MIN_SUMMARY_TOKENS,
     SummarizeOptions,
+    evidence_room,
 )
 from .self_check import repeated_sections
-
-#: Most of the summary's budget the evidence section may take (the model's or the extractive
-#: sections get the rest, and at least MIN_SUMMARY_TOKENS).
-EVIDENCE_SHARE = 0.5
 
 
 def _earlier_evidence(system_text: str) -> tuple[str, dict[str, list[str]] | None]:
@@ -78,10 +75,13 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
     system_text, earlier = _earlier_evidence(system_text)
     head = [messages[i] for i in cut.head]
     evidence = merged_groups(evidence_of(head, project_root(messages)), earlier)
-    room = min(int(budget * EVIDENCE_SHARE), budget - MIN_SUMMARY_TOKENS) - counter.text(with_evidence("", "-"))
+    room, share = evidence_room(budget, memo.conversation(head), opts.evidence_tokens)
+    room -= counter.text(with_evidence("", "-"))
     body = render_evidence(evidence, room, counter.text) if opts.evidence and room > 0 else ""
     evidence_tokens = counter.text(with_evidence("", body)) if body else 0
-    total_budget, budget = budget, budget - evidence_tokens
+    # the sections keep their part of the budget; evidence beyond its share adds to the total
+    total_budget = budget + max(0, evidence_tokens - share)
+    budget = max(MIN_SUMMARY_TOKENS, budget - min(evidence_tokens, share))
     request = SummaryRequest(head=head, system_text=system_text, max_tokens=budget)
     calls = 0
     repaired = False
@@ -178,13 +178,15 @@ def summarize_dump(dump: dict | list, keep_recent: int = DEFAULT_KEEP_RECENT,
                    max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS, preserve_system: bool = True,
                    keep_originals: bool = True, backend: Any = None,
                    encoding: str = "cl100k_base", keep_task: bool = True, evidence: bool = True,
-                   keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS) -> tuple[dict, Status, dict[str, Any]]:
+                   keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS,
+                   evidence_tokens: int | None = None) -> tuple[dict, Status, dict[str, Any]]:
     """Library entry point: one summary round on a dumps() dict or a list of messages, by default
     with the offline extractive backend. ``backend`` is a backend object, a ``BackendConfig`` or
     a name ("extractive", "openai": OPENAI_API_KEY / OPENAI_BASE_URL from the environment, or
     "auto"). ``keep_task``: the task (the first real user request) stays verbatim; ``evidence``:
     the summary ends with the evidence section; ``keep_user_tokens``: the user's later messages
-    kept verbatim, the latest first, within so many tokens. Returns (dump, status, details); the input is
+    kept verbatim, the latest first, within so many tokens; ``evidence_tokens``: the evidence
+    section's budget (None: 3/4 of the summary's, more for a long head). Returns (dump, status, details); the input is
     not modified. ``encoding``: one of
     model.tokens.ENCODINGS; ``auto`` chooses from the dump's ``model``."""
     import asyncio
@@ -196,7 +198,7 @@ def summarize_dump(dump: dict | list, keep_recent: int = DEFAULT_KEEP_RECENT,
     check.text("encoding", encoding, optional=False)
     check.backend(backend)
     opts = SummarizeOptions(keep_recent, max_summary_tokens, preserve_system, keep_originals, keep_task, evidence,
-                            keep_user_tokens)  # checks each option's type and range
+                            keep_user_tokens, evidence_tokens)  # checks each option's type and range
     counter = counter_for(encoding, dump.get("model") if isinstance(dump, dict) else None)
     if backend is None or isinstance(backend, (str, BackendConfig)):
         backend = make_backend(backend, counter.text, max_summary_tokens)
