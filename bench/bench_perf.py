@@ -14,11 +14,25 @@ Rows, each with its target:
 5. openai backend (see bench_summarize.py: --concurrency 16 and 1 against the ideal);
 6. peak RSS of the largest process at two sizes (flat in input size).
 Wall times, best of --repeat; ratios only compare figures of this run.
+
+Real shapes (issue 32), each against its own floor (orjson load+dump of the same file, in
+process), tier 1 ``-j 1`` and ``-j 2``, with and without tokens:
+
+    python bench/bench_perf.py --shapes              # the shapes table only, ~50 MiB each
+    python bench/bench_perf.py --quick               # the same, ~32 MiB each, best of 2: under 2 minutes
+    python bench/bench_perf.py --shapes --tree /tmp/base   # the same rows from another source tree
+
+tau: tau-bench airline (200 runs of ~45 short messages); cc: the Claude Code sessions of
+../shared/data/raw; codex: the Codex CLI rollouts; mini: the mini-swe-agent runs; gen: the
+generated agent runs. The logs are converted once to OpenAI JSONL (``xcompact convert --to
+openai``, one record per line), then every shape's lines are repeated to the size asked.
+Targets: ``--no-tokens -j 1`` <= 1.5x floor, tokens ``-j 1`` <= 2.5x floor, ``-j 2`` >= 1.9x ``-j 1``.
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import subprocess
 import sys
@@ -35,6 +49,11 @@ from bench_toolcall import orjson_floor  # noqa: E402
 from generate import generate  # noqa: E402
 
 TAU = os.path.join(ROOT, "..", "shared", "data", "taubench_gpt-4o-airline.jsonl")
+RAW = os.path.join(ROOT, "..", "shared", "data", "raw")
+SHAPES = ("tau", "cc", "codex", "mini", "gen")
+_RAW_DIRS = {"cc": "claude-code", "codex": "codex", "mini": "mini-swe-agent"}
+#: The source tree xcompact runs from (--tree): this one unless told.
+TREE: str | None = None
 
 
 def dataset(size_mb: float) -> str:
@@ -57,11 +76,53 @@ def tau_dataset(size_mb: float) -> str | None:
     return path
 
 
+def shape_source(shape: str) -> str | None:
+    """One copy of a real shape as OpenAI JSONL (one conversation per line), made once."""
+    if shape == "tau":
+        return TAU if os.path.exists(TAU) else None
+    path = os.path.join(HERE, "data", f"real_{shape}.jsonl")
+    if os.path.exists(path):
+        return path
+    files = sorted(glob.glob(os.path.join(RAW, _RAW_DIRS[shape], "*")))
+    if not files:
+        return None
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp, open(path + ".tmp", "wb") as fh:
+        for n, f in enumerate(files):
+            out = os.path.join(tmp, f"{n}.json")  # one document: the converted conversation
+            subprocess.run([sys.executable, "-m", "compactor_cli", "convert", f, "--to", "openai", "-q", "-o", out],
+                           check=True, cwd=ROOT)
+            fh.write(orjson.dumps(orjson.loads(open(out, "rb").read())) + b"\n")
+    os.replace(path + ".tmp", path)
+    return path
+
+
+def shape_dataset(shape: str, size_mb: float) -> str | None:
+    """The shape's lines repeated to about ``size_mb`` MiB (at least once)."""
+    if shape == "gen":
+        return dataset(size_mb)
+    if shape == "tau":
+        return tau_dataset(size_mb)
+    one = shape_source(shape)
+    if one is None:
+        return None
+    path = os.path.join(HERE, "data", f"{shape}_{size_mb:g}mb.jsonl")
+    if not os.path.exists(path):
+        data = open(one, "rb").read()
+        with open(path, "wb") as fh:
+            for _ in range(max(1, round(size_mb * 2**20 / len(data)))):
+                fh.write(data)
+    return path
+
+
 def run(*args: str) -> float:
     """Wall seconds of one xcompact run."""
+    env = None
+    if TREE:
+        env = {**os.environ, "PYTHONPATH": TREE + os.pathsep + os.environ.get("PYTHONPATH", "")}
     t = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "compactor_cli", *args], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE)
+                       stderr=subprocess.PIPE, env=env, cwd=TREE or None)
     wall = time.perf_counter() - t
     if r.returncode not in (0, 1):
         raise SystemExit(r.stderr.decode()[-2000:])
@@ -97,14 +158,54 @@ def distinct_encode_seconds(path: str) -> float:
     return time.perf_counter() - t
 
 
+def shapes_table(shapes: list[str], size_mb: float, repeat: int, tmp: str, tokens: bool = True) -> None:
+    """One row per real shape: floor, tier 1 -j 1 and -j 2, without and with tokens."""
+    out = os.path.join(tmp, "out.jsonl")
+    print("\n| shape | MiB | records | floor | --no-tokens -j 1 | -j 2 | -j2 speed-up | tokens -j 1 | -j 2 "
+          "| -j2 speed-up |\n|---|---|---|---|---|---|---|---|---|---|", flush=True)
+    for shape in shapes:
+        src = shape_dataset(shape, size_mb)
+        if src is None:
+            print(f"| {shape} | (no data) |")
+            continue
+        mib = os.path.getsize(src) / 2**20
+        with open(src, "rb") as fh:
+            records = sum(1 for _ in fh)
+        floor = min(_timed(lambda: orjson_floor(src, out)) for _ in range(repeat))  # noqa: B023  (called here)
+        cells = []
+        for flags in (["--no-tokens"], []) if tokens else (["--no-tokens"],):
+            j1 = best(repeat, "toolcall", *flags, "-j", "1", "-q", src, "-o", out)
+            j2 = best(repeat, "toolcall", *flags, "-j", "2", "-q", src, "-o", out)
+            target = 1.5 if flags else 2.5
+            mark = "" if j1 / floor <= target else " (over)"
+            cells.append(f"{j1:.2f} s = **{j1 / floor:.2f}x**{mark} | {j2:.2f} s | {j1 / j2:.2f}x")
+        if not tokens:
+            cells.append("– | – | –")
+        print(f"| {shape} | {mib:.0f} | {records} | {floor:.2f} s | " + " | ".join(cells) + " |", flush=True)
+
+
 def main() -> None:
+    global TREE
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size-mb", type=float, default=400)
     ap.add_argument("--tau-mb", type=float, default=100)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-tokens", action="store_true", help="skip the slow runs with token counting")
+    ap.add_argument("--shapes", nargs="?", const=",".join(SHAPES), default=None,
+                    help=f"only the real-shapes table, for these shapes (default: {','.join(SHAPES)})")
+    ap.add_argument("--shape-mb", type=float, default=50, help="size of each shape's file (--shapes)")
+    ap.add_argument("--quick", action="store_true", help="the shapes table at 32 MiB each, best of 2 (< 2 min)")
+    ap.add_argument("--tree", default=None, help="run xcompact from this source tree (PYTHONPATH), e.g. a worktree")
     args = ap.parse_args()
+    if args.tree:
+        TREE = os.path.abspath(args.tree)
     tmp = tempfile.mkdtemp(prefix="xcompact-bench-")
+    if args.quick or args.shapes is not None:
+        shapes = (args.shapes or ",".join(SHAPES)).split(",")
+        size, repeat = (32.0, 2) if args.quick else (args.shape_mb, args.repeat)
+        print(f"{os.cpu_count()} cores; best of {repeat}; xcompact from {TREE or ROOT}", flush=True)
+        shapes_table(shapes, size, repeat, tmp, tokens=not args.skip_tokens)
+        return
     out, rep = os.path.join(tmp, "out.jsonl"), os.path.join(tmp, "r.json")
     src = dataset(args.size_mb)
     size = os.path.getsize(src) / 2**20

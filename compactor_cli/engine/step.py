@@ -21,12 +21,20 @@ from ..commands.base import WRITE_STYLE, Transform
 from ..commands.registry import command_of
 from ..commands.settings import Settings
 from ..errors import BackendError, InvalidInputError
-from ..files.exact import RISKY_NUMBER, duplicated_keys
+from ..files.exact import duplicated_keys, risky_number
 from ..files.records import NeedsExactParse, Record, dump_bytes, lossless_problems
 from ..files.style import STYLE_FIELD, detect_style, dump_styled
 from ..formats import Codec, parse_record, wrong_format_hint
 from ..formats.base import conversation_model
-from ..model.conversation import ARCHIVE_KEY, META_KEY, ORIGINALS_KEY, estimated_message_length
+from ..model.conversation import (
+    ARCHIVE_KEY,
+    META_KEY,
+    ORIGINALS_KEY,
+    begin_record,
+    end_record,
+    estimated_message_length,
+    prescan,
+)
 from ..model.hints import hint_for
 from ..model.tokens import Counters, MemoTokens, TokenCounter, counting_with
 from ..status import Status
@@ -150,7 +158,8 @@ def _finish(rec: Record, settings: Settings, chosen: tuple[TokenCounter | None, 
     item["messages_before"] = len(before)
     item["messages_after"] = len(after)
     if "length_before" not in fields:
-        item["length_before"] = estimated_message_length(before)
+        scan = prescan(before)
+        item["length_before"] = scan.length if scan is not None else estimated_message_length(before)
         item["length_after"] = estimated_message_length(after) if changed else item["length_before"]
     item.update(fields)  # type: ignore[typeddict-item]  # a tier's details are report keys too
     if "tokens_before" in fields:
@@ -172,7 +181,7 @@ def _finish(rec: Record, settings: Settings, chosen: tuple[TokenCounter | None, 
     out: bytes | None = None
     writes = settings.write_output or settings.dry_run  # --dry-run: made and measured, not written
     if writes and (changed or codec.lossy):  # a log is written as the dump it was read into
-        if codec.lossy and not exact and RISKY_NUMBER.search(rec.raw):
+        if codec.lossy and not exact and risky_number(rec.raw):
             raise _NeedsExact  # a log's numbers are read exactly too (the check below is for requests)
         duplicates = [] if codec.lossy else _lossless(rec, codec.original, exact)
         if duplicates:
@@ -218,6 +227,15 @@ def process_record(rec: Record, transform: Transform, settings: Settings, counte
                    exact: bool = False) -> Outcome:
     """Parse, check, transform and measure one record. A failed record is passed through
     byte for byte (``out`` is the raw input) so nothing is lost and JSONL lines stay aligned."""
+    begin_record()  # one walk of the messages serves detection, the checks and the length estimate
+    try:
+        return _process_record(rec, transform, settings, counter, exact)
+    finally:
+        end_record()
+
+
+def _process_record(rec: Record, transform: Transform, settings: Settings, counter: Counters | None,
+                    exact: bool = False) -> Outcome:
     try:
         dump, codec, warnings = _prepare(rec, settings, exact)
         chosen = _choose(counter, dump, codec)

@@ -24,6 +24,20 @@ _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
 #: or bracket, as a value is) sends a record that is being rewritten to the exact reader, which
 #: decides.
 RISKY_NUMBER = re.compile(rb"[:,\[]\s*-?(?:[0-9.]{16,}|[0-9.]+[eE][-+]?[0-9]{3})")
+#: Every byte to one of five: digits and "." to "0", "e"/"E" to "e", "+"/"-" to "s", the rest to " ".
+_NUMBERISH = bytes(b"0"[0] if chr(c) in "0123456789." else b"e"[0] if chr(c) in "eE"
+                   else b"s"[0] if chr(c) in "+-" else b" "[0] for c in range(256))
+
+
+def risky_number(raw: bytes) -> bool:
+    """``RISKY_NUMBER.search(raw)``, sooner: a match needs 16 digits or dots in a row, or a digit
+    or dot, an "e" and a sign or not, then 3 digits; where the bytes mapped to their kind hold
+    neither (one pass in C), there is none, and the regex (much slower on long records) runs
+    only where there may be one."""
+    kinds = raw.translate(_NUMBERISH)
+    if b"0000000000000000" not in kinds and b"0e000" not in kinds and b"0es000" not in kinds:
+        return False
+    return RISKY_NUMBER.search(raw) is not None
 
 
 class ExactReader:

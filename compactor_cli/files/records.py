@@ -21,7 +21,7 @@ from ..errors import InvalidInputError
 from ..model.conversation import normalize_record
 from ..model.exact_numbers import orjson_default
 from .compression import CorruptInput, RecordTooLarge, codec_of, max_record_bytes, open_decoded, plain_name, too_large
-from .exact import RISKY_NUMBER, ExactReader, dumps_exact
+from .exact import ExactReader, dumps_exact, risky_number
 from .targets import JSONL_SUFFIXES, STDIN
 
 _BOM = b"\xef\xbb\xbf"
@@ -113,7 +113,7 @@ def lossless_problems(raw: bytes, parsed: Any) -> tuple[bool, list[str]]:
     if canon == body:  # written by orjson (or in its exact form): nothing can have been lost
         return False, []
     # a repeated key loses at least its colon; colons inside strings are the same on both sides
-    if b"e+" not in canon and raw.count(b":") == canon.count(b":") and not RISKY_NUMBER.search(raw):
+    if b"e+" not in canon and raw.count(b":") == canon.count(b":") and not risky_number(raw):
         return False, []
     exact = ExactReader()
     try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..model.conversation import prescan
 from . import claude_code, codex, mini_swe_agent, sharegpt, swe_agent
 from .anthropic import SIGNAL_BLOCKS as _SIGNAL_BLOCKS
 from .responses import ITEM_TYPES as _ITEM_TYPES
@@ -40,6 +41,9 @@ class Ambiguous(Exception):
 
 def _message_marks(messages: list) -> set[str]:
     """The request formats whose marks the messages bear (hot path: every record of a run)."""
+    scan = prescan(messages)  # the record loop's one walk of the messages, when nothing is wrong with them
+    if scan is not None and scan.plain:
+        return {"openai"} if scan.openai else set()
     marks: set[str] = set()
     openai = False
     for m in messages:

@@ -231,6 +231,12 @@ def check_pairing(messages: list[dict[str, Any]]) -> Iterator[Problem]:
 
 def check_conversation(dump: dict[str, Any]) -> list[Problem]:
     """All problems of a normalised dump: fatal shape errors first; warnings only if none."""
+    scan = prescan(dump.get("messages"))
+    if scan is not None:  # walked once already: no shape error in the messages
+        fatal = list(check_owned_keys(dump)) if len(dump) > 1 else []
+        if fatal or scan.paired:
+            return fatal
+        return list(check_pairing(dump["messages"]))
     fatal = list(check_messages_shape(dump.get("messages")))
     if len(dump) > 1:  # the keys xcompact reads and writes besides messages (usually absent)
         fatal.extend(check_owned_keys(dump))
@@ -510,6 +516,202 @@ def _length(obj: Any) -> int:
             t = type(x)
             if t is dict or t is list:
                 total += _length(x)
+    return total
+
+
+# ---- one walk of a record's messages (the step's hot path): shapes, pairing, length, marks
+
+@dataclass(frozen=True)
+class Scan:
+    """What one walk over a conversation's messages found, when it found nothing wrong: no shape
+    error (check_messages_shape) and no pairing warning (check_pairing) would be reported."""
+
+    length: int  # estimated_message_length of the messages
+    openai: bool  # the messages bear an OpenAI mark (a tool role, tool_calls, tool_call_id, function_call)
+    plain: bool  # no content parts and no "type" key: ``openai`` is every request-format mark they bear
+    paired: bool  # check_pairing finds nothing either
+    tools: list[int]  # the indices of the tool results
+
+
+#: (messages, their number, Scan or None) of the record the step is on; see prescan.
+_MEMO: list[Any] = [None, -1, None]
+_SCOPE = [0]
+
+
+def begin_record() -> None:
+    """The record loop (engine/step.py) starts one record: prescan may walk and remember."""
+    _SCOPE[0] += 1
+
+
+def end_record() -> None:
+    """The record is done: nothing of it is remembered."""
+    _SCOPE[0] -= 1
+    _MEMO[0], _MEMO[1], _MEMO[2] = None, -1, None
+
+
+def prescan(messages: Any) -> Scan | None:
+    """The Scan of ``messages`` within one record of the record loop, walked once and shared by
+    format detection, the checks, tier 1's length estimate; None when something is wrong with
+    them (the detailed checks then say what, as they always did) or outside the loop (a library
+    call: every check as it always was). The record loop owns the dump it parsed, and the tiers
+    never change a dump in place, so the list it walked is the list they read."""
+    if type(messages) is not list:
+        return None
+    memo = _MEMO
+    if memo[0] is messages and memo[1] == len(messages):
+        return memo[2]  # type: ignore[no-any-return]
+    if not _SCOPE[0]:
+        return None
+    scan = _scan(messages)
+    memo[0], memo[1], memo[2] = messages, len(messages), scan
+    return scan
+
+
+def _parts_ok(content: list[Any]) -> bool:
+    """_check_content finds nothing in a list of parts."""
+    for part in content:
+        if type(part) is not dict:
+            return False
+        t = part.get("type")
+        if type(t) is not str or (t == "text" and type(part.get("text")) is not str):
+            return False
+    return True
+
+
+def _scan(messages: list[Any]) -> Scan | None:
+    """check_messages_shape, estimated_message_length, the marks of formats/detect.py, whether
+    check_pairing finds anything and where the tool results are, in one walk; None at the first
+    shape error. Hot path: the usual keys are looked at directly, any other in a loop."""
+    total = 0
+    openai = False
+    plain = True
+    paired = True
+    open_calls: dict[str, None] = {}
+    seen: set[str] = set()
+    tools: list[int] = []
+    roles = KNOWN_ROLES
+    for i, m in enumerate(messages):
+        if type(m) is not dict:
+            return None
+        role = m.get("role")
+        if type(role) is not str or role not in roles:
+            return None
+        n = len(m) - 1
+        if "content" in m:
+            n -= 1
+            content = m["content"]
+            tc = type(content)
+            if tc is str:
+                total += len(content)
+            elif content is not None:
+                if tc is not list or not _parts_ok(content):
+                    return None
+                plain = False
+                total += _length(content)
+        calls = None
+        if n:  # more than role and content
+            calls = m.get("tool_calls")
+            if calls is not None:
+                n -= 1
+                if type(calls) is not list or role != "assistant":
+                    return None
+                length = _calls_length(calls)
+                if length < 0:
+                    return None  # a call check_messages_shape refuses
+                total += length
+            elif "tool_calls" in m:
+                n -= 1
+            if "tool_call_id" in m:
+                n -= 1
+                if type(m["tool_call_id"]) is not str:
+                    return None
+            if n:
+                extra = _other_keys(m)
+                if extra < 0:
+                    return None
+                total += extra
+                if "type" in m:
+                    plain = False
+            if not openai and ("tool_calls" in m or "tool_call_id" in m or "function_call" in m):
+                openai = True
+        if role == "tool":
+            openai = True
+            tools.append(i)
+            if paired:
+                cid = m.get("tool_call_id")
+                if cid in open_calls:
+                    del open_calls[cid]
+                else:  # None (no ID) included
+                    paired = False
+            continue
+        if paired:
+            if open_calls:
+                paired = False  # a call of the assistant message before has no result
+            elif calls and role == "assistant":
+                for call in calls:
+                    cid = call["id"]
+                    if cid in seen:
+                        paired = False
+                        break
+                    seen.add(cid)
+                    open_calls[cid] = None
+    return Scan(total, openai, plain, paired and not open_calls, tools)
+
+
+def _calls_length(calls: list[Any]) -> int:
+    """_length(calls), or -1 when check_messages_shape would refuse one of them."""
+    total = 0
+    length_keys = LENGTH_KEYS
+    for call in calls:
+        if type(call) is not dict or type(call.get("id")) is not str:
+            return -1
+        if "function" in call:
+            fn = call["function"]
+            if type(fn) is not dict or type(fn.get("name")) is not str:
+                return -1
+            if "arguments" in fn and type(fn["arguments"]) is not str:
+                return -1
+        for k, v in call.items():
+            t = type(v)
+            if t is str:
+                if k in length_keys:
+                    total += len(v)
+            elif t is dict:
+                if k == "function":
+                    for k2, v2 in v.items():
+                        t2 = type(v2)
+                        if t2 is str:
+                            if k2 in length_keys:
+                                total += len(v2)
+                        elif t2 is dict or t2 is list:
+                            total += _length(v2)
+                else:
+                    total += _length(v)
+            elif t is list:
+                total += _length(v)
+    return total
+
+
+#: Message keys the walk looks at directly.
+_DIRECT_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id"})
+
+
+def _other_keys(m: dict[str, Any]) -> int:
+    """The length estimate of a message's keys other than role, content, tool_calls and
+    tool_call_id, or -1 when check_messages_shape would refuse one of them (name, reasoning)."""
+    total = 0
+    length_keys, direct = LENGTH_KEYS, _DIRECT_KEYS
+    for k, v in m.items():
+        if k in direct:
+            continue
+        t = type(v)
+        if t is str:
+            if k in length_keys:
+                total += len(v)
+        elif k == "name" or ((k == "reasoning" or k == "reasoning_content") and v is not None):
+            return -1
+        elif t is dict or t is list:
+            total += _length(v)
     return total
 
 

@@ -25,6 +25,7 @@ from ..model.conversation import (
     content_text,
     estimated_message_length,
     placeholder_for,
+    prescan,
 )
 from ..model.placeholders import PlaceholderTemplate, template
 from .options import DEFAULT_KEEP
@@ -101,7 +102,8 @@ def _check_args(dump: Any, keep: Any, options: dict[str, Any]) -> None:
     """Wrong types from a library caller are the package's own errors, not a TypeError from deep inside."""
     from . import arguments as check
 
-    check.conversation(dump)
+    if not (type(dump) is dict and prescan(dump.get("messages")) is not None):  # a walked one is fine
+        check.conversation(dump)
     check.count("keep", keep)
     for name in ("keep_turns", "images_keep", "thinking_keep"):
         check.count(name, options[name], optional=True)
@@ -205,7 +207,8 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
     if keep < 0:
         raise ValueError("keep must be >= 0")
     messages: list[dict] = dump["messages"]
-    tool_indices = [i for i, m in enumerate(messages) if m.get("role") == "tool"]
+    scan = prescan(messages)  # the record loop walked them once already
+    tool_indices = scan.tools if scan is not None else [i for i, m in enumerate(messages) if m.get("role") == "tool"]
     old = tool_indices[: max(0, len(tool_indices) - keep)]
     result = ToolCallCompactResult()
     if keep_turns is not None and old:
@@ -222,7 +225,7 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
 
         counter = counter_for(DEFAULT_ENCODING)
     freed = 0
-    before = estimated_message_length(messages)
+    before = scan.length if scan is not None else estimated_message_length(messages)
     result.length_before = result.length_after = before
     targets: list[tuple[int, PlaceholderTemplate | None, int]] = [(i, tpl, PREVIEW_CHARS) for i in old]
     if max_result_tokens is not None:
