@@ -1,7 +1,8 @@
 """``convert``'s per-record step: one record to another format, as bytes and a report item,
 in the same record loop as every other command (engine/local.py). What could not be carried
-over is the record's warnings (``not carried over: ...``); with ``strict`` such a record fails;
-a record that cannot be read is passed through unchanged."""
+over is the record's warnings (``not carried over: ...``), except the input fields a log reader
+dropped, named once per file (each record's count is in the report); with ``strict`` such a
+record fails; a record that cannot be read is passed through unchanged."""
 
 from __future__ import annotations
 
@@ -13,19 +14,25 @@ from ..errors import InvalidInputError
 from ..files.exact import RISKY_NUMBER
 from ..files.records import Record, dump_bytes
 from ..formats import parse_record
+from ..formats.base import dropped_note
 from ..formats.convert import Notes, check_carried, convert, to_plain_openai
 from .report import ReportItem
 from .step import Outcome, unexpected_error
 
 
 def convert_record(raw: bytes, from_: str, to: str, source: str | None, line: int | None,
-                   form: str, strict: bool = False, history: str = "since-compaction") -> tuple[bytes, ReportItem]:
-    """(bytes to write, report item) of one record; a failed record is passed through."""
+                   form: str, strict: bool = False, history: str = "since-compaction",
+                   dropped: dict[str, int] | None = None) -> tuple[bytes, ReportItem]:
+    """(bytes to write, report item) of one record; a failed record is passed through.
+    ``dropped`` receives the input fields the reader had no place for (source.dropped_fields)."""
 
     item = cast(ReportItem, {"source": source, "line": line})
     try:
         exact = RISKY_NUMBER.search(raw) is not None  # a number orjson would change: read it exactly
         dump, codec = parse_record(raw, from_, exact=exact, source=source, line=line, history=history)
+        counts = (dump.get("source") or {}).get("dropped_fields") if codec.lossy else None
+        if dropped is not None and isinstance(counts, dict):
+            dropped.update(counts)
         fatal = [p for p in codec.problems(dump) if p.fatal]
         if fatal:
             raise InvalidInputError(fatal[0].message, fatal[0].pointer)
@@ -70,13 +77,31 @@ def convert_outcomes(settings: Settings) -> Any:
     to = settings.to_format or "openai"
 
     def outcomes(records: Iterable[Record]) -> Iterator[tuple[Record, Outcome]]:
+        named: set[str] = set()  # input fields already named on stderr for this file (called per file)
         for rec in records:
+            dropped: dict[str, int] = {}
             out, item = convert_record(rec.raw, settings.input_format, to, rec.source, rec.line, rec.form,
-                                       settings.strict, settings.claude_code_history)
+                                       settings.strict, settings.claude_code_history, dropped)
             notes = item.get("notes") or []
             if notes:
                 item["warning_count"] = len(notes)  # the report's warnings total counts them
             error = item.get("error") if item["status"] == "INVALID_INPUT" else None
-            yield rec, Outcome(out, item, [f"not carried over: {n}" for n in notes], error)
+            yield rec, Outcome(out, item, _warnings(notes, dropped, named), error)
 
     return outcomes
+
+
+def _warnings(notes: list[str], dropped: dict[str, int], named: set[str]) -> list[str]:
+    """A record's stderr warnings: its notes, except that the input fields a reader dropped are
+    named once per file, by the first record that drops each (every record's count stays in
+    the report): a dataset whose every record has the same extra field gives one line, not one
+    per record."""
+    if not dropped:
+        return [f"not carried over: {n}" for n in notes]
+    note = dropped_note(dropped)
+    rest = [f"not carried over: {n}" for n in notes if n != note]
+    new = set(dropped) - named
+    if not new:
+        return rest
+    named.update(new)
+    return [f"{note} (named once per file; --report counts them per record)"] + rest

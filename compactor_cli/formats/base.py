@@ -65,6 +65,46 @@ def jload(text: str) -> Any:
     return ExactReader().loads(raw)
 
 
+class Dropped:
+    """Input fields a log reader has no place for, counted by name (``conversations[].weight``),
+    so a reading never drops one silently: ``finish`` adds one note naming them (the report's
+    ``conversion_notes``) and ``source.dropped_fields`` ({name: count}); ``convert`` prints one
+    warning line per file from them. Fields a format documents as the log's own bookkeeping
+    (ids, timestamps, the working directory...; docs/formats.md) are passed as ``known``."""
+
+    MAX_NAMED = 8
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def add(self, name: str, n: int = 1) -> None:
+        self.counts[name] = self.counts.get(name, 0) + n
+
+    def check(self, obj: Any, where: str, known: frozenset[str] | set[str] | tuple[str, ...]) -> None:
+        """Count each key of ``obj`` not in ``known`` as ``where`` + key (a null value loses nothing)."""
+        if isinstance(obj, dict):
+            for k, v in obj.items():
+                if k not in known and v is not None:
+                    self.add(f"{where}{k}")
+
+    def finish(self, src: dict, notes: list[str]) -> None:
+        if not self.counts:
+            return
+        src["dropped_fields"] = dict(sorted(self.counts.items()))
+        notes.append(dropped_note(self.counts))
+
+
+def dropped_note(counts: dict[str, int], what: str = "input fields not carried over") -> str:
+    """"N input fields not carried over: name (n), ..." (the most frequent first, at most MAX_NAMED)."""
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    named = ", ".join(f"{k[:60]} ({n})" for k, n in ranked[:Dropped.MAX_NAMED])
+    more = f" and {len(ranked) - Dropped.MAX_NAMED} more" if len(ranked) > Dropped.MAX_NAMED else ""
+    return f"{sum(counts.values())} {what}: {named}{more}"
+
+
+DROPPED_NOTE = " input fields not carried over: "
+
+
 def type_name(v: Any) -> str:
     if v is None:
         return "null"

@@ -25,6 +25,9 @@ reading, lossy and documented:
   the branch the session continued on, the ancestry of its last event; the events of the other
   branches are not read, listed in ``source.rewound_branches`` (line, events) and noted. A
   ``compact_boundary`` on such a branch is one of its events: it never cuts the branch kept.
+- Keys of events, messages and blocks that are neither read nor Claude Code's bookkeeping
+  (EVENT_KEYS, MESSAGE_KEYS, BLOCK_KEYS; docs/formats.md) are counted in
+  ``source.dropped_fields`` and noted.
 - Every tool call keeps a result: a call the log never answers gets the result
   ``[no result recorded in the Claude Code log]`` (listed in ``source.unanswered``), a result
   whose call is not in the log becomes a user message (listed in ``source.orphan_results``).
@@ -38,11 +41,24 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .base import SOURCE_KEY, fail, jdump, type_name
+from .base import SOURCE_KEY, Dropped, fail, jdump, type_name
 from .claude_code_tree import rewound_branches, split_at_boundary
 
 NO_RESULT = "[no result recorded in the Claude Code log]"
 _EVENT_KEYS = ("sessionId", "parentUuid", "uuid", "isSidechain", "userType")
+#: Keys of a user/assistant event and of its message that are read, or Claude Code's bookkeeping
+#: (ids, timestamps, the environment, the tool's structured result beside the result block the
+#: model saw, the API's usage; docs/formats.md). Any other key, and any key of a text, thinking,
+#: tool_use, tool_result or image block not read, is counted in source.dropped_fields and noted.
+EVENT_KEYS = frozenset({"type", "message", "uuid", "parentUuid", "logicalParentUuid", "isSidechain", "sessionId",
+                        "agentId", "userType", "cwd", "gitBranch", "version", "timestamp", "requestId", "slug",
+                        "permissionMode", "thinkingMetadata", "todos", "isMeta", "isCompactSummary",
+                        "isVisibleInTranscriptOnly", "sourceToolAssistantUUID", "toolUseResult"})
+MESSAGE_KEYS = frozenset({"role", "content", "id", "model", "type", "usage", "stop_reason", "stop_sequence",
+                          "container", "context_management"})
+BLOCK_KEYS = {"text": ("type", "text"), "thinking": ("type", "thinking", "signature"),
+              "tool_use": ("type", "id", "name", "input", "caller"), "image": ("type", "source"),
+              "tool_result": ("type", "tool_use_id", "content", "is_error"), "redacted_thinking": ("type", "data")}
 _CC_TYPES = ("user", "assistant", "system", "progress", "summary", "file-history-snapshot", "queue-operation",
              "attachment", "custom-title", "tag")
 
@@ -68,10 +84,22 @@ def _image_part(block: dict) -> dict:
     return {"type": "image_url", "image_url": {"url": url}}
 
 
-def _parts(blocks: list, notes: dict) -> list:
+def check_block(b: Any, dropped: Dropped | None) -> None:
+    """Count the keys of a block the reading has no place for (a tool_use's ``caller`` only when
+    it is not a direct call, which is what an OpenAI tool call is)."""
+    t = b.get("type") if isinstance(b, dict) else None
+    if dropped is None or not isinstance(t, str) or t not in BLOCK_KEYS:
+        return
+    dropped.check(b, f"{t}.", BLOCK_KEYS[t])
+    if t == "tool_use" and b.get("caller") not in (None, {"type": "direct"}):
+        dropped.add("tool_use.caller")
+
+
+def _parts(blocks: list, notes: dict, dropped: Dropped | None = None) -> list:
     out = []
     for b in blocks:
         t = b.get("type") if isinstance(b, dict) else None
+        check_block(b, dropped)
         if t == "text":
             out.append({"type": "text", "text": b.get("text", "")})
         elif t == "image":
@@ -97,6 +125,7 @@ class _Reader:
         self.cur_id: Any = None
         self.open: dict[str, None] = {}  # calls of cur without a result yet
         self.known: set[str] = set()
+        self.dropped = Dropped()
 
     def emit(self, m: dict, line: int) -> None:
         self.messages.append(m)
@@ -127,10 +156,11 @@ class _Reader:
         others = [b for b in content if not (isinstance(b, dict) and b.get("type") == "tool_result")]
         orphans = []
         for b in results:
+            check_block(b, self.dropped)
             cid = b.get("tool_use_id")
             body = b.get("content")
             if isinstance(body, list):
-                body = _parts(body, self.counts)
+                body = _parts(body, self.counts, self.dropped)
             elif body is not None and not isinstance(body, str):
                 body = jdump(body)
             if isinstance(cid, str) and cid in self.open:
@@ -149,7 +179,7 @@ class _Reader:
                 p.get("text", "") for p in body or () if isinstance(p, dict))
             self.emit({"role": "user", "content": f"[tool result {cid}]\n{text}"}, line)
         if others:
-            parts = _parts(others, self.counts)
+            parts = _parts(others, self.counts, self.dropped)
             if len(parts) == 1 and parts[0]["type"] == "text":
                 self.emit({"role": "user", "content": parts[0]["text"]}, line)
             else:
@@ -171,6 +201,7 @@ class _Reader:
         m = self.cur
         for b in content:
             t = b.get("type") if isinstance(b, dict) else None
+            check_block(b, self.dropped)
             if t == "text":
                 self._add_text(m, b.get("text", ""))
             elif t == "thinking":
@@ -223,6 +254,7 @@ class _Reader:
                          f"the result {NO_RESULT!r}")
         if self.orphans:
             notes.append(f"{len(self.orphans)} tool results without their call became user messages")
+        self.dropped.finish(src, notes)
         if notes:
             src["notes"] = notes
         return {"messages": self.messages, SOURCE_KEY: src}, notes
@@ -263,6 +295,8 @@ def read_claude_code(events: Iterable[tuple[int, Any]], source: str | None = Non
             msg = e.get("message")
             if not isinstance(msg, dict):
                 raise fail(f"line {n}: a {t} event needs a 'message' object")
+            r.dropped.check(e, f"{t}.", EVENT_KEYS)
+            r.dropped.check(msg, "message.", MESSAGE_KEYS)
             if t == "user":
                 r.user(msg, n)
             else:
@@ -315,6 +349,7 @@ def read_claude_code_anthropic(events: Iterable[tuple[int, Any]], source: str | 
     cur_id: Any = None
     cur_msg: dict | None = None
     open_calls: dict[str, None] = {}
+    unplaced = Dropped()  # keys of events and messages: blocks are kept as they are
 
     def close(line: int) -> None:
         nonlocal cur_id
@@ -341,6 +376,8 @@ def read_claude_code_anthropic(events: Iterable[tuple[int, Any]], source: str | 
             msg = e.get("message")
             if not isinstance(msg, dict):
                 raise fail(f"line {n}: a {t} event needs a 'message' object")
+            unplaced.check(e, f"{t}.", EVENT_KEYS)
+            unplaced.check(msg, "message.", MESSAGE_KEYS)
             content = msg.get("content")
             if isinstance(content, str):
                 blocks = [{"type": "text", "text": content}]
@@ -406,6 +443,7 @@ def read_claude_code_anthropic(events: Iterable[tuple[int, Any]], source: str | 
     if orphans:
         src["orphan_results"] = orphans
         notes.append(f"{len(orphans)} tool results without their call became text")
+    unplaced.finish(src, notes)
     if notes:
         src["notes"] = notes
     return {"messages": out, SOURCE_KEY: src}, notes

@@ -13,7 +13,10 @@ lines. The reading, lossy and documented:
   (``encrypted_content`` is dropped), other items (``web_search_call``, ``ghost_snapshot``...)
   as JSON text.
 - ``session_meta`` gives ``source.session_id``/``cwd``/``cli_version``; its
-  ``base_instructions`` text, when present, is the system message.
+  ``base_instructions`` text, when present, is the system message. Keys of items, of
+  ``session_meta`` and of ``compacted`` lines that are neither read nor Codex's bookkeeping
+  (ITEM_KEYS, SESSION_KEYS; docs/formats.md) are counted in ``source.dropped_fields`` and
+  noted (an older rollout's ``success`` flag of an output, say).
 - ``compacted`` lines (Codex's own summary) become a user message with the summary text (and
   the text of their ``replacement_history`` items, role by role, when present), listed in
   ``source.compactions``; ``event_msg`` lines repeat what items say (or are token counts):
@@ -30,16 +33,40 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, cast
 
-from .base import SOURCE_KEY, fail, jdump, type_name
+from .base import SOURCE_KEY, Dropped, fail, jdump, type_name
 from .repair import repair_pairing
 from .responses import ITEM_TYPES, items_to_openai
 
 NO_RESULT = "[no result recorded in the Codex rollout]"
 LINE_TYPES = ("session_meta", "turn_context", "response_item", "event_msg", "compacted")
+#: Keys read of a rollout's lines and items, or Codex's bookkeeping (docs/formats.md); any other
+#: is counted in source.dropped_fields and noted. Items of other types are carried as JSON text.
+_CALL = frozenset({"type", "id", "call_id", "status"})
+ITEM_KEYS = {
+    "message": frozenset({"type", "id", "role", "content", "status", "phase"}),
+    "reasoning": frozenset({"type", "id", "summary", "content", "encrypted_content", "status"}),
+    "function_call": _CALL | {"name", "arguments"},
+    "custom_tool_call": _CALL | {"name", "input"},
+    "local_shell_call": _CALL | {"action"},
+    "function_call_output": _CALL | {"output"},
+    "custom_tool_call_output": _CALL | {"output"},
+}
+#: ``instructions`` (AGENTS.md) reaches the model as a user message of the rollout, read there
+SESSION_KEYS = frozenset({"id", "cwd", "cli_version", "base_instructions", "instructions", "timestamp", "originator",
+                          "source", "model_provider", "git"})
 
 
 def looks_like_line(obj: Any) -> bool:
     return isinstance(obj, dict) and obj.get("type") in LINE_TYPES and "payload" in obj
+
+
+def _check_item(item: dict, dropped: Dropped) -> None:
+    t = item.get("type", "message")
+    if isinstance(t, str) and t in ITEM_KEYS:
+        dropped.check(item, f"{t}.", ITEM_KEYS[t])
+        out = item.get("output")
+        if t == "function_call_output" and isinstance(out, dict) and isinstance(out.get("content"), str):
+            dropped.check(out, "function_call_output.output.", ("content",))  # older rollouts' success flag
 
 
 def _as_item(payload: dict) -> dict:
@@ -84,6 +111,7 @@ def read_codex(events: Iterable[tuple[int, Any]], source: str | None = None) -> 
     compactions: list[dict] = []
     models: list[str] = []
     system: str | None = None
+    dropped = Dropped()
     for k, (n, e) in enumerate(events):
         if not isinstance(e, dict):
             raise fail(f"line {n}: a rollout line must be an object, got {type_name(e)}")
@@ -93,6 +121,7 @@ def read_codex(events: Iterable[tuple[int, Any]], source: str | None = None) -> 
             raise fail(f"line {n}: a {t} line needs a 'payload' object")
         if t == "session_meta" or (k == 0 and t is None and "id" in e and "timestamp" in e):
             meta = payload if t == "session_meta" else e
+            dropped.check(meta, "session_meta.", SESSION_KEYS)
             for key, out_key in (("id", "session_id"), ("cwd", "cwd"), ("cli_version", "cli_version")):
                 if key in meta:
                     src[out_key] = meta[key]
@@ -103,9 +132,11 @@ def read_codex(events: Iterable[tuple[int, Any]], source: str | None = None) -> 
             if payload.get("type") == "ghost_snapshot":
                 skipped["ghost_snapshot"] = skipped.get("ghost_snapshot", 0) + 1
                 continue
+            _check_item(payload, dropped)
             items.append(_as_item(payload))
             item_lines.append(n)
         elif t == "compacted":
+            dropped.check(payload, "compacted.", ("message", "replacement_history"))
             text = payload.get("message") if isinstance(payload.get("message"), str) else ""
             history = payload.get("replacement_history")
             entry: dict[str, Any] = {"line": n, "item": len(items)}
@@ -128,6 +159,7 @@ def read_codex(events: Iterable[tuple[int, Any]], source: str | None = None) -> 
         elif t in ITEM_TYPES or (t is None and "role" in e):  # older rollouts: bare items
             if t == "ghost_snapshot":
                 continue
+            _check_item(e, dropped)
             items.append(_as_item(e))
             item_lines.append(n)
         else:
@@ -163,6 +195,7 @@ def read_codex(events: Iterable[tuple[int, Any]], source: str | None = None) -> 
         notes.append(f"{len(done['orphan_results'])} outputs without their call became user messages")
     if done["moved"]:
         notes.append(f"{done['moved']} outputs moved up to just after their call")
+    dropped.finish(src, notes)
     if notes:
         src["notes"] = notes
     return {"messages": msgs, SOURCE_KEY: src}, notes

@@ -223,6 +223,25 @@ def _note_part(p: dict, read: tuple, target: str, notes: Notes) -> None:
             notes.add(f"'{k}' of {p.get('type')} parts not carried over ({target} has no place for it)")
 
 
+#: What the writers read of a tool call and of its function (or custom) object.
+_CALL_KEYS = frozenset({"id", "type", "function", "custom"})
+_FUNCTION_KEYS = frozenset({"name", "arguments", "input"})
+
+
+def _note_call(call: Any, target: str, notes: Notes) -> None:
+    """Say which keys of a tool call (``index``...) or of its function (``strict``...) the
+    target has no place for: a tool call is written from its id, name and arguments only."""
+    if not isinstance(call, dict):
+        return
+    for k, v in call.items():
+        if k not in _CALL_KEYS and v is not None:
+            notes.add(f"tool call '{k}' values not carried over ({target} tool calls have no '{k}')")
+    fn = call.get("function") if isinstance(call.get("function"), dict) else call.get("custom")
+    for k, v in (fn.items() if isinstance(fn, dict) else ()):
+        if k not in _FUNCTION_KEYS and v is not None:
+            notes.add(f"tool call function '{k}' values not carried over ({target} has no place for it)")
+
+
 def _openai_parts_to_anthropic(content: Any, notes: Notes) -> Any:
     if not isinstance(content, list):
         return content if content is not None else ""
@@ -282,6 +301,7 @@ def plain_to_anthropic(plain: dict, notes: Notes) -> dict:
             if m.get("reasoning_content") or m.get("reasoning"):
                 notes.add("reasoning texts dropped (an Anthropic thinking block needs a signature)")
             for call in m.get("tool_calls") or ():
+                _note_call(call, "Anthropic", notes)
                 fn = call.get("function") or call.get("custom") or {}
                 raw = fn.get("arguments", fn.get("input", ""))
                 try:
@@ -378,6 +398,7 @@ def plain_to_responses(plain: dict, notes: Notes) -> dict:
             if (c is not None and c != [] and c != "") or role != "assistant":
                 items.append({"type": "message", "role": role, "content": _responses_parts(c, role, notes)})
             for call in m.get("tool_calls") or ():
+                _note_call(call, "Responses", notes)
                 if call.get("type") == "custom" and isinstance(call.get("custom"), dict):
                     items.append({"type": "custom_tool_call", "call_id": call.get("id"),
                                   "name": call["custom"].get("name"), "input": call["custom"].get("input", "")})

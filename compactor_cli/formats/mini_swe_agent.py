@@ -5,8 +5,11 @@
 return code, timestamps, cost), or Responses items for models on the Responses API. Read into an
 OpenAI dump (lossy, documented):
 
-- ``extra`` is not carried (the content holds what the model saw); ``tool_calls`` and ``tool``
-  messages stay as they are; Responses items are read as in ``codex``.
+- ``extra`` is not carried (the content holds what the model saw; counted in the notes, for
+  Responses items too); the other keys of a message are carried as they are (``tool_calls``
+  and ``tool`` messages included); Responses items are read as in ``codex``. ``instance_id``
+  goes to ``source.instance_id``; ``info`` (the run's statistics and configuration) is not
+  carried; any other top-level key is counted in ``source.dropped_fields`` and noted.
 - text actions (the ``mswea_bash_command`` or ``bash`` code block of an assistant message
   followed by an observation: a user message whose ``extra`` has ``returncode``/``raw_output``,
   or whose text starts with ``<returncode>`` or ``Observation:``) become a call of ``bash``
@@ -22,7 +25,7 @@ from __future__ import annotations
 import re
 from typing import Any, cast
 
-from .base import SOURCE_KEY, fail, jdump, type_name
+from .base import SOURCE_KEY, Dropped, fail, jdump, type_name
 from .repair import repair_pairing
 
 NO_RESULT = "[no observation recorded in the mini-swe-agent trajectory]"
@@ -70,6 +73,9 @@ def read_mini_swe_agent(obj: Any, source: str | None = None, line: int | None = 
             while j < len(raw) and isinstance(raw[j], dict) and "role" not in raw[j]:
                 j += 1
             items = [{k: v for k, v in x.items() if k != "extra"} for x in raw[i:j]]
+            extras = sum(1 for x in raw[i:j] if "extra" in x)
+            if extras:
+                notes["extra fields not carried"] = notes.get("extra fields not carried", 0) + extras
             converted, starts, counts = items_to_openai(items)
             msgs.extend(converted)
             where.extend(i + s for s in starts)
@@ -115,6 +121,10 @@ def read_mini_swe_agent(obj: Any, source: str | None = None, line: int | None = 
         src["line"] = line
     if isinstance(obj.get("trajectory_format"), str):
         src["trajectory_format"] = obj["trajectory_format"]
+    if isinstance(obj.get("instance_id"), str):
+        src["instance_id"] = obj["instance_id"]
+    dropped = Dropped()  # top-level keys: the messages read, ``info`` the run's record (docs/formats.md)
+    dropped.check(obj, "", ("messages", "info", "trajectory_format", "instance_id"))
     src["steps"] = where
     if exits:
         src["exit"] = exits[-1] if len(exits) == 1 else exits
@@ -126,6 +136,7 @@ def read_mini_swe_agent(obj: Any, source: str | None = None, line: int | None = 
         out_notes.append(f"{len(done['unanswered'])} calls without a result got the result {NO_RESULT!r}")
     if done["orphan_results"]:
         out_notes.append(f"{len(done['orphan_results'])} results without their call became user messages")
+    dropped.finish(src, out_notes)
     if out_notes:
         src["notes"] = out_notes
     return {"messages": msgs, SOURCE_KEY: src}, out_notes

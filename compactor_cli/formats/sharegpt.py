@@ -10,7 +10,8 @@ order: one observation per call, or one holding a JSON list as long as the pendi
 answers them all; any other count after several calls is an error (ambiguous), never a result
 attached to another call. Turns in the ``{"role", "content"}`` form are read as chat
 messages. ``tools`` (a JSON string or a list) is kept as the dump's ``tools``; other keys go to
-``source.record``.
+``source.record``. Other keys of a ``from``/``value`` turn (``weight``...) have no place: counted
+in ``source.dropped_fields`` and noted.
 
 ``source.turns[i]`` is the ``conversations`` index message i came from.
 """
@@ -21,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from .base import SOURCE_KEY, fail, jdump, type_name
+from .base import SOURCE_KEY, Dropped, fail, jdump, type_name
 from .repair import repair_pairing
 
 NO_RESULT = "[no observation recorded in the ShareGPT record]"
@@ -92,6 +93,10 @@ def read_sharegpt(obj: Any, source: str | None = None, line: int | None = None) 
     n_call = 0
     unparsed = 0
     turns = obj["conversations"]
+    dropped = Dropped()
+    for turn in turns:
+        if isinstance(turn, dict) and "from" in turn:  # the chat form is carried key for key
+            dropped.check(turn, "conversations[].", ("from", "value"))
     after_call = False  # the previous turn was a call turn: a call turn now adds to its message
     i = 0
     while i < len(turns):
@@ -176,6 +181,7 @@ def read_sharegpt(obj: Any, source: str | None = None, line: int | None = None) 
         notes.append(f"{len(done['unanswered'])} calls without an observation got the result {NO_RESULT!r}")
     if done["orphan_results"]:
         notes.append(f"{len(done['orphan_results'])} observations without a call became user messages")
+    dropped.finish(src, notes)
     if notes:
         src["notes"] = notes
     dump[SOURCE_KEY] = src

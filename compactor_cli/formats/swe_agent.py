@@ -11,7 +11,9 @@
   its step in ``trajectory`` (listed in ``source.from_trajectory``), else a result saying none
   was recorded.
 - ``thought``, ``action``, ``agent``, ``message_type`` are not carried (the content holds them);
-  demonstration messages (``is_demo``) stay user messages.
+  demonstration messages (``is_demo``) stay user messages. Any other key of a history entry or
+  of a tool call, and any top-level key besides ``history``, ``trajectory``, ``info``,
+  ``environment`` and ``replay_config``, is counted in ``source.dropped_fields`` and noted.
 
 ``source.steps[i]`` is the ``history`` index message i came from; ``source.exit_status`` is
 ``info.exit_status``.
@@ -21,11 +23,18 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from .base import SOURCE_KEY, fail, jdump, type_name
+from .base import SOURCE_KEY, Dropped, fail, jdump, type_name
 from .repair import repair_pairing
 
 NO_RESULT = "[no observation recorded in the SWE-agent trajectory]"
 ROLES = ("system", "user", "assistant", "tool")
+#: Keys of a history entry that are read, held by the content (``thought``, ``action``), or
+#: SWE-agent's bookkeeping (docs/formats.md); any other is counted in source.dropped_fields.
+ENTRY_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_ids", "tool_call_id", "thought", "action",
+                        "agent", "message_type", "is_demo"})
+#: Top-level keys: the history read, the rest the run's records (exit_status and the
+#: observations of ``trajectory`` are read; the model of ``replay_config`` names the encoding).
+TOP_KEYS = frozenset({"history", "trajectory", "info", "environment", "replay_config"})
 
 
 def looks_like(obj: Any) -> bool:
@@ -43,9 +52,12 @@ def read_swe_agent(obj: Any, source: str | None = None, line: int | None = None)
     from_traj: list[str] = []
     n_action = 0
     pending: str | None = None  # the text action awaiting its observation
+    dropped = Dropped()
+    dropped.check(obj, "", TOP_KEYS)
     for i, m in enumerate(history):
         if not isinstance(m, dict):
             raise fail(f"a history entry must be an object, got {type_name(m)}", f"/history/{i}")
+        dropped.check(m, "history[].", ENTRY_KEYS)
         role = m.get("role")
         if role not in ROLES:
             raise fail(f"unknown role {role!r} in the history", f"/history/{i}/role")
@@ -80,6 +92,8 @@ def read_swe_agent(obj: Any, source: str | None = None, line: int | None = None)
                 out["tool_calls"] = [{"id": c.get("id"), "type": c.get("type", "function"),
                                       "function": c.get("function")}
                                      for c in calls if isinstance(c, dict)]
+                for c in calls:
+                    dropped.check(c, "history[].tool_calls[].", ("id", "type", "function"))
             elif isinstance(m.get("action"), str) and m["action"].strip():
                 n_action += 1
                 pending = f"call_{n_action}"
@@ -109,6 +123,7 @@ def read_swe_agent(obj: Any, source: str | None = None, line: int | None = None)
         notes.append(f"{len(done['unanswered'])} actions without an observation got the result {NO_RESULT!r}")
     if done["orphan_results"]:
         notes.append(f"{len(done['orphan_results'])} results without their call became user messages")
+    dropped.finish(src, notes)
     if notes:
         src["notes"] = notes
     return {"messages": msgs, SOURCE_KEY: src}, notes
