@@ -44,12 +44,39 @@ def tamper(case: str, src: Path, out_dir: Path, rep_dir: Path) -> None:
     elif case == "input-line-prepended":  # every later line moves: a resume at the old offset is mid-line
         data = src.read_bytes()
         src.write_bytes(data.splitlines(keepends=True)[1] + data)
+    elif case.startswith("journal-offset-"):
+        _edit_offset(src, case)
     elif case == "journal-garbage":
         journals = list(journals_dir().glob("*.json"))
         assert len(journals) == 1
         journals[0].write_bytes(b'{"done": [0, "\x00garbage')
     else:
         raise AssertionError(case)
+
+
+def _edit_offset(src: Path, case: str) -> None:
+    """The journal's input offset edited by hand: naively (its checksum no longer matches), or
+    with the checksum made again (a forgery of the checksum that the offset check must catch):
+    into the middle of a line, or onto the start of the next line without its line number."""
+    import zlib
+
+    import orjson
+
+    (journal,) = list(journals_dir().glob("*.json"))
+    state = orjson.loads(journal.read_bytes())
+    cur = state["current"]
+    assert cur["input_offset"] > 0
+    data = src.read_bytes()
+    if case == "journal-offset-mid-line" or case == "journal-offset-edited":
+        cur["input_offset"] += 7
+    elif case == "journal-offset-next-line":
+        cur["input_offset"] = data.index(b"\n", cur["input_offset"]) + 1
+    else:
+        raise AssertionError(case)
+    if case != "journal-offset-edited":
+        state.pop("crc")
+        state["crc"] = zlib.crc32(orjson.dumps(state, option=orjson.OPT_SORT_KEYS))
+    journal.write_bytes(orjson.dumps(state))
 
 
 def killed_run_in_dirs(dataset: Path, tmp_path: Path) -> tuple[Path, Path, Path, list[str]]:

@@ -24,7 +24,8 @@ def xcompact(*args: str, **kw) -> subprocess.CompletedProcess:
 
 
 CASES = ["output-partial-deleted", "output-partial-truncated", "report-partial-deleted", "input-line-appended",
-         "input-line-modified", "input-line-prepended", "journal-garbage"]
+         "input-line-modified", "input-line-prepended", "journal-garbage", "journal-offset-edited",
+         "journal-offset-mid-line", "journal-offset-next-line"]
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -18,7 +18,15 @@ from ..commands.registry import command_of
 from ..commands.settings import RunIO, Settings
 from ..errors import InvalidInputError, OutputError, UsageError
 from ..files.compression import codec_of
-from ..files.journal import CHECKPOINT_SECONDS, Checkpoint, Journal, JournalBusy, fingerprint, journal_path
+from ..files.journal import (
+    CHECKPOINT_SECONDS,
+    Checkpoint,
+    Journal,
+    JournalBusy,
+    fingerprint,
+    journal_path,
+    offset_problem,
+)
 from ..files.records import CHANGED_INPUT, input_identity
 from ..files.sinks import (
     AtomicFile,
@@ -321,6 +329,8 @@ class _Batch:
             problem = "its output was not finished when the run stopped"
         elif cur.get("input") != fingerprint(target.input.path):
             problem = "the input changed since the checkpoint"
+        elif (moved := _offset_problem(target.input.path, cur)) is not None:
+            problem = moved
         else:
             unverified = verify_partial(cur.get("partial"), cur.get("output_length"), cur.get("output_crc"),
                                         target.path or "")
@@ -501,3 +511,12 @@ class _Batch:
         finally:
             if bar is not None:
                 bar.close()
+
+
+def _offset_problem(path: str, cur: Checkpoint) -> str | None:
+    """A plain JSONL input's checkpoint must name a line start after as many lines as its line
+    number says (an edited journal must not start mid-record or skip records); other inputs
+    are read from their start or checked by their fingerprint alone."""
+    if not path.lower().endswith(JSONL_SUFFIXES) or codec_of(path) is not None or not is_regular_input(path):
+        return None
+    return offset_problem(path, cur.get("input_offset", 0), cur.get("line") or 1)

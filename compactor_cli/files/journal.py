@@ -6,10 +6,12 @@ complete, so an interrupted run never leaves a half-written output. Every few se
 temporary files are flushed to disk and the journal records how far the run got: targets
 finished; for the current one the input's fingerprint (size, mtime, checksum of its head), the
 input offset, the next line, the partial output's path, length and checksum, and the report's
-state when the target began; and the report's own length and checksum.
+state when the target began; and the report's own length and checksum; and a checksum of
+the journal itself.
 
-A resumed run trusts none of it blindly: a partial file that is missing, shorter or changed, or
-an input that changed, makes that file start afresh (the report rolls back to where the file
+A resumed run trusts none of it blindly: a partial file that is missing, shorter or changed, an
+input that changed, or an input offset that is not the start of the line the journal names,
+makes that file start afresh (the report rolls back to where the file
 began) and the run says so. A journal that cannot be read starts the whole run afresh. The
 journal's name hashes the command, its parameters and its targets, so other options start
 afresh. Only the run holding the journal's lock reads or writes it: a second run of the same
@@ -35,7 +37,7 @@ from .targets import STDIN, Target
 
 #: Seconds between checkpoints; XCOMPACT_CHECKPOINT_SECONDS overrides (more often costs fsyncs).
 CHECKPOINT_SECONDS = float(os.environ.get("XCOMPACT_CHECKPOINT_SECONDS") or 2.0)
-VERSION = 2
+VERSION = 3  # 3: the state carries its own checksum (``crc``)
 HEAD_BYTES = 1 << 16
 #: How many finished runs --resume still recognises (a line of 24 characters each).
 FINISHED_KEPT = 512
@@ -67,6 +69,33 @@ class JournalState(TypedDict):
     done: list[int]
     current: Checkpoint | None
     report: dict[str, Any] | None
+
+def offset_problem(path: str, offset: Any, line: Any) -> str | None:
+    """Why a checkpoint's input offset cannot be where a run stopped reading a plain JSONL
+    input, or None: it must be a line start after exactly ``line - 1`` lines. A journal edited
+    by hand (an offset inside a line, or on another line than its line number) would otherwise
+    start the resumed run mid-record or skip records. Reads the input up to the offset once,
+    at disk speed."""
+    if type(offset) is not int or type(line) is not int or offset < 0 or line < 1:
+        return "its journal is damaged"
+    newlines, remaining, last = 0, offset, b"\n"
+    try:
+        with open(path, "rb") as fh:
+            while remaining:
+                chunk = fh.read(min(remaining, 1 << 20))
+                if not chunk:
+                    return "the journal's input offset is past the input's end"
+                newlines += chunk.count(b"\n")
+                remaining -= len(chunk)
+                last = chunk[-1:]
+    except OSError as exc:
+        return f"its input cannot be read ({exc.strerror})"
+    if last != b"\n":
+        return "the journal's input offset is inside a line"
+    if newlines != line - 1:
+        return f"the journal's input offset is after {newlines} lines, its line number says {line - 1}"
+    return None
+
 
 class JournalBusy(Exception):
     """Another run of the same command on the same paths holds the journal (``busy``), or the
@@ -115,6 +144,12 @@ def _finished_keys(path: str) -> list[str]:
     return [k for k in data.decode("ascii", "replace").split("\n") if k]
 
 
+def _state_crc(state: Any) -> int:
+    """The checksum a journal carries of its own state: an edit by hand (an offset moved, a
+    target marked done) makes the run start afresh instead of trusting it."""
+    return zlib.crc32(orjson.dumps(state, option=orjson.OPT_SORT_KEYS))
+
+
 def _well_formed(state: Any) -> bool:
     if not isinstance(state, dict) or state.get("version") != VERSION:
         return False
@@ -151,6 +186,8 @@ class Journal:
                 state, self.problem = None, f"its journal cannot be read ({getattr(exc, 'strerror', None) or exc})"
             if state is not None and not _well_formed(state):
                 state, self.problem = None, "its journal is damaged"
+            elif state is not None and state.pop("crc", None) != _state_crc(state):
+                state, self.problem = None, "its journal was changed after the run wrote it"
             if state is not None:
                 self.state, self.resumed = state, True
                 self.finished = bool(state.get("complete"))  # written by an earlier version
@@ -211,7 +248,7 @@ class Journal:
         self.state["done"], self.state["current"], self.state["report"] = done, current, report
         try:
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            write_bytes_atomic(self.path, orjson.dumps(self.state))
+            write_bytes_atomic(self.path, orjson.dumps({**self.state, "crc": _state_crc(self.state)}))
         except OSError:
             pass  # a checkpoint that cannot be written costs --resume, never the run itself
 
