@@ -69,13 +69,14 @@ def plugin_backend(spec: str, text_tokens: Any) -> Backend:
     Answer), or a class or factory making one (given ``text_tokens`` when it takes it)."""
     import inspect
 
-    from ..model.plugins import load_plugin
+    from ..model.plugins import load_plugin, prints_to_stderr
 
     obj = load_plugin(spec, "xcompact.backends", "--backend")
     if inspect.isclass(obj) or not hasattr(obj, "summarize"):
         try:
             takes = "text_tokens" in inspect.signature(obj).parameters
-            obj = obj(text_tokens=text_tokens) if takes else obj()
+            with prints_to_stderr():  # the plug-in's own code: what it writes to stdout is not data
+                obj = obj(text_tokens=text_tokens) if takes else obj()
         except Exception as exc:  # noqa: BLE001
             raise UsageError(f"--backend {spec}: making it failed: {type(exc).__name__}: {exc}") from None
     if not callable(getattr(obj, "summarize", None)):
@@ -101,12 +102,11 @@ class _Guarded:
 
     async def summarize(self, request: Any) -> Any:
         from ..errors import BackendError
-        from ..model.plugins import prints_to_stderr
+        from ..model.plugins import call_plugin
         from . import Answer
 
-        try:
-            with prints_to_stderr():
-                answer = await self.inner.summarize(request)
+        try:  # print() and fd 1 go to stderr while the plug-in's code runs, step by step
+            answer = await call_plugin(self.inner.summarize, request)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: BLE001  the plug-in's failure is this conversation's
