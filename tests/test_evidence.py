@@ -15,14 +15,15 @@ from compactor_cli import formats
 from compactor_cli.backends.sections import split_evidence
 from compactor_cli.cli import cli
 from compactor_cli.evidence import evidence_of, probes_of, retention, sent_text, task_index
-from compactor_cli.evidence.extract import error_lines, exit_code, output_text, parse_evidence, render_evidence
+from compactor_cli.evidence.extract import error_lines, exit_code, output_text
+from compactor_cli.evidence.section import parse_evidence, render_evidence
 from compactor_cli.model.tokens import counter_for
 from compactor_cli.status import Status
 from compactor_cli.tiers.compact import compact_dump
 from compactor_cli.tiers.options import (
     EVIDENCE_AUTO_MAX,
-    LONG_HEAD_TOKENS,
     EVIDENCE_SHARE,
+    LONG_HEAD_TOKENS,
     Policy,
     evidence_room,
 )

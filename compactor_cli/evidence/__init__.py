@@ -10,9 +10,10 @@ replaces, and how many of them survive in what a model is sent (the retention be
 
 from __future__ import annotations
 
-from .extract import Evidence, evidence_of, render_evidence
+from .extract import Evidence, evidence_of
 from .harness import harness_keys, is_injected, task_index
 from .probes import Probe, probes_of, retention, sent_text
+from .section import render_evidence
 
 __all__ = ["Evidence", "Probe", "evidence_of", "harness_keys", "is_injected", "probes_of", "render_evidence",
            "retention", "sent_text", "task_index"]

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model.conversation import call_parts, content_text
-from .extract import error_lines, evidence_of, item_key, output_text, shell_text
+from .extract import error_lines, evidence_of, output_text, shell_text
 from .harness import harness_keys, is_harness, without_injected
+from .section import item_key
 
 KINDS = ("task", "user", "files_modified", "errors", "commands", "decisions")
 #: The kinds a continuing agent cannot do without (the evidence issue's target).

@@ -14,7 +14,8 @@ from ..backends.config import BackendConfig
 from ..backends.factory import make_backend
 from ..backends.sections import canonical_summary, split_evidence, with_evidence
 from ..errors import BackendError
-from ..evidence.extract import evidence_of, merged_groups, parse_evidence, project_root, render_evidence
+from ..evidence.extract import evidence_of, project_root
+from ..evidence.section import merged_groups, parse_evidence, render_evidence
 from ..model.conversation import COUNTER_KEY, content_text
 from ..model.tokens import MemoTokens, TokenCounter, counter_for
 from ..status import Status
