@@ -139,3 +139,20 @@ def test_convert_notes_tool_call_fields_it_cannot_write(runner, tmp_path, to):
     notes = orjson.loads(rep.read_bytes())["items"][0]["notes"]
     assert any("'index'" in n and "tool call" in n for n in notes), notes
     assert any("'strict'" in n for n in notes), notes
+
+
+def test_claude_code_to_anthropic_names_only_what_the_anthropic_reading_drops(runner, tmp_path):
+    """convert --to anthropic keeps a Claude Code log's blocks as they are: a tool_use's caller
+    is carried there, so only the event's extra key is named."""
+    events = _lines(FORMATS / "claude_code_tool_heavy.jsonl")
+    call = next(e for e in events if e.get("type") == "assistant"
+                and any(b.get("type") == "tool_use" for b in e["message"]["content"]))
+    next(b for b in call["message"]["content"] if b.get("type") == "tool_use")["caller"] = {"type": "code_execution"}
+    call["planMode"] = "on"
+    src = tmp_path / "session.jsonl"
+    src.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in events))
+    out = tmp_path / "out.json"
+    res = _run(runner, "convert", "--to", "anthropic", "--claude-code-history", "full", src, "-o", out)
+    assert res.exit_code == 0, res.stderr
+    assert "assistant.planMode" in res.stderr and "tool_use.caller" not in res.stderr, res.stderr
+    assert orjson.loads(out.read_bytes())["source"]["dropped_fields"] == {"assistant.planMode": 1}

@@ -30,13 +30,14 @@ def convert_record(raw: bytes, from_: str, to: str, source: str | None, line: in
     try:
         exact = RISKY_NUMBER.search(raw) is not None  # a number orjson would change: read it exactly
         dump, codec = parse_record(raw, from_, exact=exact, source=source, line=line, history=history)
-        counts = (dump.get("source") or {}).get("dropped_fields") if codec.lossy else None
-        if dropped is not None and isinstance(counts, dict):
-            dropped.update(counts)
         fatal = [p for p in codec.problems(dump) if p.fatal]
         if fatal:
             raise InvalidInputError(fatal[0].message, fatal[0].pointer)
         native, notes = convert(dump, codec, to, history)
+        src = native.get("source") if codec.lossy and isinstance(native, dict) else None
+        counts = src.get("dropped_fields") if isinstance(src, dict) else None  # of the reading written
+        if dropped is not None and isinstance(counts, dict):
+            dropped.update(counts)
         plain = to_plain_openai(dump, codec.format, Notes())
         missing = check_carried(plain, native if to != "openai" else to_plain_openai(native, "openai", Notes())
                                 if isinstance(native, dict) else {"messages": native}, to) \
