@@ -166,3 +166,62 @@ def test_a_slow_but_steady_answer_within_the_timeout_still_arrives(runner, tmp_p
     with ChatServer(lambda req: Reply(content=summary_text(), delay=0.5)) as server:
         res, items = _summarize(runner, src, out, server.base_url, "--timeout", "3", "--retries", "0")
     assert [i["status"] for i in items] == ["SUMMARIZED"], res.stderr
+
+
+class _OddFields:
+    name = "odd"
+
+    def __init__(self, **fields: Any) -> None:
+        self.fields = fields
+
+    async def summarize(self, request: Any) -> Answer:
+        answer = Answer("\n\n".join(f"## {s}\n- {s}" for s in SECTIONS))
+        for k, v in self.fields.items():
+            setattr(answer, k, v)
+        return answer
+
+
+@pytest.mark.parametrize("fields", [{"calls": "2"}, {"usage": {"prompt_tokens": "many"}}, {"usage": [1]},
+                                    {"structured": 3}, {"calls": -1}])
+def test_a_plugin_answer_with_fields_of_the_wrong_type_is_a_summary_failure(fields):
+    from compactor_cli.backends.factory import _Guarded
+
+    with pytest.raises(XCompactError, match="backend tests:odd"):
+        asyncio.run(_Guarded(_OddFields(**fields), "tests:odd").summarize(None))
+
+
+def test_a_cache_dir_that_is_no_path_switches_the_cache_off(tmp_path):
+    from compactor_cli.backends.cache import SummaryCache
+
+    cache = SummaryCache(str(tmp_path / "a\x00b"))
+    assert cache.problem and "running without it" in cache.problem
+
+
+ODD_PLUGIN = '''
+from compactor_cli import Answer
+from compactor_cli.backends.sections import SECTIONS
+
+
+class Odd:
+    name = "odd"
+
+    async def summarize(self, request):
+        answer = Answer("\\\\n\\\\n".join(f"## {s}\\\\n- {s}" for s in SECTIONS))
+        answer.calls = "2"
+        return answer
+'''
+
+
+def test_through_the_cli_a_plugin_answer_of_the_wrong_shape_is_summarize_failed(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "odd_backend.py").write_text(ODD_PLUGIN)
+    src = _input(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "compactor_cli", "summarize", "--backend", "odd_backend:Odd",
+                           "--keep-recent", "6", str(src), "-o", "out.jsonl", "--report", "r.json"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    item = orjson.loads((tmp_path / "r.json").read_bytes())["items"][0]
+    assert item["status"] == "SUMMARIZE_FAILED" and "odd_backend:Odd" in item["error"], item
+    assert "please report" not in proc.stderr and "Traceback" not in proc.stderr

@@ -33,7 +33,7 @@ class SummaryCache:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("CREATE TABLE IF NOT EXISTS summaries (key TEXT PRIMARY KEY, summary TEXT NOT NULL)")
             self._refuse_links()  # planted while it was opened: closed before anything is written
-        except (OSError, sqlite3.Error) as exc:
+        except (OSError, sqlite3.Error, ValueError) as exc:  # ValueError: a path with a NUL byte
             self._fail(exc)
 
     def _refuse_links(self) -> None:

@@ -84,6 +84,26 @@ def plugin_backend(spec: str, text_tokens: Any) -> Backend:
     return _Guarded(obj, spec)
 
 
+def _wrong_field(answer: Any) -> str | None:
+    """What is wrong with the bookkeeping fields of a plug-in's Answer, or None."""
+
+    def is_int(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    calls = answer.calls
+    if not is_int(calls) or calls < 0:
+        return f"calls is {calls!r}, not a count (an int >= 0)"
+    for name in ("cached", "repaired"):
+        if not isinstance(getattr(answer, name), bool):
+            return f"{name} is {type(getattr(answer, name)).__name__}, not bool"
+    if answer.structured is not None and not isinstance(answer.structured, str):
+        return f"structured is {type(answer.structured).__name__}, not str or None"
+    usage = answer.usage
+    if not isinstance(usage, dict) or not all(isinstance(k, str) and is_int(v) and v >= 0 for k, v in usage.items()):
+        return "usage is not a dict of token counts (str -> int >= 0)"
+    return None
+
+
 class _Guarded:
     """A plug-in summariser whose failures are summary failures (BackendError naming it), not
     an unexpected error of the record: a raised exception, or an answer that is not an Answer."""
@@ -122,6 +142,9 @@ class _Guarded:
         except UnicodeEncodeError as exc:
             raise BackendError(f"backend {self.spec} returned a summary that cannot be written: a lone surrogate "
                                f"at character {exc.start} (not valid UTF-8)") from None
+        wrong = _wrong_field(answer)
+        if wrong:  # the tiers add and report these: a wrong type would fail the record as the input's fault
+            raise BackendError(f"backend {self.spec} returned an Answer whose {wrong}")
         return answer
 
     async def aclose(self) -> None:
