@@ -31,7 +31,8 @@ from ..commands.settings import Settings
 from ..errors import InvalidInputError, OutputError
 from ..files.compression import LIMIT_VARIABLE, RecordTooLarge, max_record_bytes, size_text
 from ..files.parts import PARTS_PREFIX, Part, remove_stale_parts, unlink_part
-from ..files.records import CHANGED_INPUT, Record, input_identity
+from ..files.records import CHANGED_INPUT, READ_BUFFER, Record, input_identity, is_blank
+from ..files.sinks import WRITE_BUFFER
 from ..model.tokens import Counters
 from .step import Outcome, process_record, process_record_async
 
@@ -138,7 +139,7 @@ def _work_range(path: str, display: str, start: int, end: int, ident: tuple | No
     records: list[tuple[int, int, Outcome]] = []
     writer = _PartWriter(part) if part is not None else None
     try:
-        with open(path, "rb") as fh:
+        with open(path, "rb", buffering=READ_BUFFER) as fh:
             if ident is not None and input_identity(path, fh.fileno()) != ident:
                 raise InvalidInputError(CHANGED_INPUT)
             fh.seek(start)
@@ -149,7 +150,7 @@ def _work_range(path: str, display: str, start: int, end: int, ident: tuple | No
                     raise InvalidInputError(CHANGED_INPUT)
                 pos += len(line)
                 lines += 1
-                if line.strip():
+                if not is_blank(line):
                     outcome = _process(Record(display, lines, line, "jsonl", pos))
                     if outcome.out is not None:
                         if writer is not None:
@@ -178,7 +179,7 @@ class _PartWriter:
         if not data:
             return
         if self.fh is None:
-            self.fh = open(self.path, "xb")  # closed by close() or abort()
+            self.fh = open(self.path, "xb", buffering=WRITE_BUFFER)  # closed by close() or abort()
         self.fh.write(data)
         self.length += len(data)
         self.crc = zlib.crc32(data, self.crc)

@@ -164,10 +164,12 @@ def _finish(rec: Record, settings: Settings, chosen: tuple[TokenCounter | None, 
     item.update(fields)  # type: ignore[typeddict-item]  # a tier's details are report keys too
     if "tokens_before" in fields:
         pass  # the transform counted them already
+    elif counter is not None and not changed:
+        item["tokens_before"] = item["tokens_after"] = counter.conversation(before)  # once: no memo needed
     elif counter is not None:
         memo = MemoTokens(counter)
         item["tokens_before"] = memo.conversation(before)
-        item["tokens_after"] = memo.conversation(after) if changed else item["tokens_before"]
+        item["tokens_after"] = memo.conversation(after)
     else:
         item["tokens_before"] = item["tokens_after"] = None
     if counter is not None:  # which vocabulary counted this conversation, and why

@@ -176,10 +176,17 @@ class TokenCounter:
             value = m.get(key)
             if isinstance(value, str):
                 n += self.text(value)
+        shorts, memo = self._short, self._memo
         for call in m.get("tool_calls") or ():
             fn = call.get("function") if isinstance(call, dict) else None
             if isinstance(fn, dict):
-                n += TOKENS_PER_TOOL_CALL + self.short(fn.get("name") or "") + self.text(fn.get("arguments") or "")
+                # hot path (every call of every record): the memos looked up here, as short() and text() would
+                fname = fn.get("name") or ""
+                k = shorts.get(fname) if type(fname) is str else None
+                args = fn.get("arguments") or ""
+                a = memo.get(args) if type(args) is str and len(args) >= MEMO_MIN_CHARS else None
+                n += (TOKENS_PER_TOOL_CALL + (k if k is not None else self.short(fname))
+                      + (a if a is not None else self.text(args)))
             elif isinstance(call, dict) and isinstance(call.get("custom"), dict):
                 # a custom tool call (Codex's apply_patch): its name and free-form input, as a function's
                 parts = call_parts(call)
@@ -194,7 +201,8 @@ class TokenCounter:
         n = TOKENS_PER_MESSAGE + (n if n is not None else self.short(role))
         content = m.get("content")
         if type(content) is str:
-            n += self.text(content)
+            k = self._memo.get(content) if len(content) >= MEMO_MIN_CHARS else None
+            n += k if k is not None else self.text(content)
         elif content is not None:
             n += self.content(content)
         if len(m) > (2 if "content" in m else 1):
@@ -202,7 +210,11 @@ class TokenCounter:
         return n
 
     def conversation(self, messages: list[dict[str, Any]]) -> int:
-        return REPLY_PRIMING + sum(self.message(m) for m in messages)
+        total = REPLY_PRIMING
+        message = self.message
+        for m in messages:
+            total += message(m)
+        return total
 
 
 class MemoTokens:

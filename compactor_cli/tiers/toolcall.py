@@ -121,7 +121,19 @@ def _check_args(dump: Any, keep: Any, options: dict[str, Any]) -> None:
             template(options["placeholder"])
         except TemplateError as exc:
             raise UsageError(str(exc)) from None
-    offsets = options["key_offsets"]
+    _check_offsets(options["key_offsets"])
+
+
+def _check_dump(dump: Any, offsets: Any) -> None:
+    """_check_args' checks of the dump and of ``key_offsets``, the options aside."""
+    if not (type(dump) is dict and prescan(dump.get("messages")) is not None):  # a walked one is fine
+        from . import arguments as check
+
+        check.conversation(dump)
+    _check_offsets(offsets)
+
+
+def _check_offsets(offsets: Any) -> None:
     if offsets is not None and not (isinstance(offsets, dict) and all(
             isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0
             for k, v in offsets.items())):
@@ -190,11 +202,19 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
     ``key_offsets`` (how many results per ID the archive holds) is computed from the dump when
     not given. Returns a new dump; the input is not modified.
     """
-    _check_args(dump, keep, dict(keep_originals=keep_originals, key_offsets=key_offsets, exclude_tools=exclude_tools,
-                                 keep_turns=keep_turns, clear_at_least=clear_at_least, placeholder=placeholder,
-                                 clear_tool_inputs=clear_tool_inputs, max_result_tokens=max_result_tokens,
-                                 dedup_reads=dedup_reads, truncate_inputs=truncate_inputs, images_keep=images_keep,
-                                 thinking_keep=thinking_keep))
+    if (type(keep) is int and keep >= 0 and type(keep_originals) is bool and clear_tool_inputs is False
+            and dedup_reads is False and keep_turns is None and clear_at_least is None and placeholder is None
+            and max_result_tokens is None and truncate_inputs is None and images_keep is None
+            and thinking_keep is None and type(exclude_tools) in (tuple, frozenset, list, set)
+            and all(type(name) is str for name in exclude_tools)):
+        _check_dump(dump, key_offsets)  # the usual options (every record of a run): they pass _check_args
+    else:
+        _check_args(dump, keep, dict(keep_originals=keep_originals, key_offsets=key_offsets,
+                                     exclude_tools=exclude_tools, keep_turns=keep_turns,
+                                     clear_at_least=clear_at_least, placeholder=placeholder,
+                                     clear_tool_inputs=clear_tool_inputs, max_result_tokens=max_result_tokens,
+                                     dedup_reads=dedup_reads, truncate_inputs=truncate_inputs,
+                                     images_keep=images_keep, thinking_keep=thinking_keep))
     if isinstance(dump, list):
         new, result = reclaim_tool_results({"messages": dump}, keep, keep_originals, key_offsets,
                                            exclude_tools=exclude_tools, keep_turns=keep_turns,
