@@ -49,6 +49,8 @@ BATCH_BYTES = 2 * 2**20
 BATCH_RECORDS = 512
 #: A worker's byte range of a JSONL file (see ParallelOutcomes.ranges); tests make it small.
 CHUNK_BYTES = int(os.environ.get("XCOMPACT_TEST_CHUNK_BYTES") or 4 * 2**20)
+#: The shortest range the tail of a file is cut into (chunk_bounds' ``spread``).
+TAIL_BYTES = 256 * 2**10
 
 
 def make_counter(settings: Settings) -> Counters | None:
@@ -202,9 +204,14 @@ def _discard(fut: Future) -> None:
         unlink_part(fut.result().out.path)
 
 
-def chunk_bounds(path: str, start: int, size: int, ident: tuple | None = None) -> Iterator[tuple[int, int]]:
+def chunk_bounds(path: str, start: int, size: int, ident: tuple | None = None,
+                 spread: int = 1) -> Iterator[tuple[int, int]]:
     """Byte ranges of about ``size`` bytes covering ``path`` from ``start``, each ending at a
-    line end (a record longer than ``size`` makes its range longer)."""
+    line end (a record longer than ``size`` makes its range longer). With ``spread`` (the
+    workers' window), the last range is cut in up to ``spread`` pieces of at least TAIL_BYTES,
+    so the workers finish together instead of one waiting for the other's last range (only
+    the last: the ranges before, and so which records a too-long line stops the file after,
+    are as they always were)."""
     limit = max_record_bytes()
     with open(path, "rb") as fh:
         if ident is not None and input_identity(path, fh.fileno()) != ident:
@@ -213,6 +220,9 @@ def chunk_bounds(path: str, start: int, size: int, ident: tuple | None = None) -
         pos = start
         while pos < total:
             if pos + size >= total:
+                if spread > 1:
+                    yield from _pieces(fh, pos, total, max(TAIL_BYTES, (total - pos) // spread))
+                    return
                 end = total
             else:
                 fh.seek(pos + size)
@@ -227,6 +237,21 @@ def chunk_bounds(path: str, start: int, size: int, ident: tuple | None = None) -
                                      "is not read")
             yield pos, end
             pos = end
+
+
+def _pieces(fh: BinaryIO, pos: int, total: int, size: int) -> Iterator[tuple[int, int]]:
+    """[pos, total) in ranges of about ``size`` bytes, each ending at a line end or at ``total``."""
+    while pos < total:
+        end = total
+        if pos + size < total:
+            fh.seek(pos + size)
+            while True:
+                piece = fh.readline(1 << 20)
+                if not piece or piece.endswith(b"\n") or fh.tell() >= total:
+                    break
+            end = min(fh.tell(), total)
+        yield pos, end
+        pos = end
 
 
 def _batches(records: Iterable[Record]) -> Iterator[list[Record]]:
@@ -281,7 +306,7 @@ class ParallelOutcomes:
         checks that the file is still ``ident`` (device, inode, size, mtime)."""
         pending: deque[tuple[int, int, Future]] = deque()
         try:
-            for lo, hi in chunk_bounds(path, start, CHUNK_BYTES, ident):
+            for lo, hi in chunk_bounds(path, start, CHUNK_BYTES, ident, spread=self.window):
                 pending.append((lo, hi, self.pool.submit(_work_range, path, display, lo, hi, ident, self._part())))
                 while len(pending) >= self.window:
                     lo_, hi_, fut = pending.popleft()
