@@ -1,7 +1,7 @@
 """The import rule between the package's folders, read statically from the source.
 
 A module imports its own folder or a lower rank: errors/status (anyone) < model < evidence < files <
-formats | backends (never each other) < tiers (of formats only rules and base) < pages < engine <
+formats | backends (never each other) < tiers (of formats only rules and base) < pages < commands < engine <
 façades (batch, ray, parquet, ``__init__``) < cli; only ``__main__`` imports cli. No cycles.
 """
 
