@@ -10,13 +10,15 @@ import copy
 import orjson
 import pytest
 from helpers import FIXTURES, long_conv
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compactor_cli import formats
 from compactor_cli.backends.sections import split_evidence
 from compactor_cli.cli import cli
 from compactor_cli.evidence import evidence_of, probes_of, retention, sent_text, task_index
 from compactor_cli.evidence.extract import error_lines, exit_code, output_text
-from compactor_cli.evidence.section import parse_evidence, render_evidence
+from compactor_cli.evidence.section import GROUPS, item_key, parse_evidence, render_evidence
 from compactor_cli.model.tokens import counter_for
 from compactor_cli.status import Status
 from compactor_cli.tiers.compact import compact_dump
@@ -414,3 +416,32 @@ def test_a_pending_task_is_one_no_later_action_took_up():
     assert status is Status.SUMMARIZED
     pending = new["messages"][0]["content"].split("## pending_tasks\n", 1)[1].split("\n\n", 1)[0]
     assert "update the changelog" in pending and "run the export tests" not in pending
+
+
+# ---------------------------------------------------------------- the section, as a property
+
+_PATHS = st.from_regex(r"[a-z][a-z0-9_]{0,6}(/[a-z0-9_.-]{1,8}){0,3}\.(py|md|json)", fullmatch=True)
+_ITEMS = {
+    "Files changed": st.tuples(_PATHS, st.sampled_from(["", " (created)", " (deleted)"])).map("".join),
+    "Files read": _PATHS,
+    "Error met": st.from_regex(r"[A-Za-z]+Error: [a-z ]{2,30}[a-z]", fullmatch=True),
+    "Test run": _PATHS.map(lambda p: f"`pytest {p}` → exit 1"),
+    "Command failed": _PATHS.map(lambda p: f"`make {p}` → exit 2"),
+    "Acted on": st.from_regex(r"cancel_[a-z]{1,8} id=[A-Z0-9]{6}", fullmatch=True),
+}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.fixed_dictionaries({g: st.lists(_ITEMS[g], max_size=12, unique_by=lambda i, g=g: item_key(g, i))
+                              for g in GROUPS}), st.integers(min_value=0, max_value=400))
+def test_the_section_keeps_its_budget_and_reads_back_what_it_listed(groups, budget):
+    """Whatever the items and the budget: the body fits the budget, and reading it back (an
+    anchored round) gives each group's listed items, no other and none altered."""
+    counter = counter_for("cl100k_base")
+    body = render_evidence(groups, budget, counter.text)
+    assert counter.text(body) <= budget
+    back = parse_evidence(body)
+    for g in GROUPS:
+        assert set(back[g]) <= set(groups[g]), (g, back[g], groups[g])
+        listed = [i for i in groups[g] if i in back[g]]
+        assert sorted(back[g]) == sorted(listed)
