@@ -74,7 +74,8 @@ def load(data: str) -> dict[str, list[tuple[str, dict]]]:
             with open(path, "rb") as fh:
                 sets[name] = [(f"{name}:{i + 1}", orjson.loads(line)) for i, line in enumerate(fh) if line.strip()]
     for label, pattern in (("held-out mini-swe-agent", "raw/mini-swe-agent/*.traj.json"),
-                           ("held-out codex", "raw/codex/*.jsonl")):
+                           ("held-out codex", "raw/codex/*.jsonl"),
+                           ("held-out claude-code", "raw/claude-code/*.jsonl")):
         runs = []
         for path in sorted(glob.glob(os.path.join(data, pattern))):
             if any(s in path for s in SEEN):
