@@ -77,3 +77,44 @@ def test_stdout_is_fd_1_again_after_the_plugin_ran(tmp_path):
     assert b'{"messages"' not in res.stderr and b'"role"' not in res.stderr
     assert [orjson.loads(line).get("messages") is not None for line in res.stdout.splitlines()] == \
         [True] * len(read_jsonl(TAU))
+
+
+STRATEGY = '''
+import asyncio
+import os
+import subprocess
+import sys
+
+from compactor_cli.tiers.strategy import CompactionResult
+
+
+class Keep2:
+    def __init__(self):
+        os.write(1, b"NOISE fd1 in the strategy's __init__\\n")
+
+    def should_compact(self, request):
+        os.write(1, b"NOISE fd1 in should_compact\\n")
+        return True
+
+    async def compact(self, request):
+        os.write(1, b"NOISE fd1 before the strategy's await\\n")
+        await asyncio.sleep(0.01)
+        subprocess.run([sys.executable, "-c", "print('NOISE from the strategy\\'s child')"], check=True)
+        return CompactionResult(messages=request.messages[-2:], summary="kept the last two")
+'''
+
+
+def test_a_strategy_plugin_writing_to_fd_1_does_not_reach_the_data(tmp_path):
+    """A --strategy's constructor, should_compact and compact (sync and async) write to fd 1:
+    it all reaches stderr, and stdout holds one JSON line per record."""
+    env = _env(tmp_path)
+    (tmp_path / "site" / "keep2.py").write_text(STRATEGY)
+    res = subprocess.run([sys.executable, "-m", "compactor_cli", "compact", str(TAU), "--strategy", "keep2:Keep2",
+                          "-o", "-"], capture_output=True, cwd=tmp_path, env=env, timeout=300)
+    assert res.returncode in (0, 1), res.stderr.decode()
+    assert b"NOISE" not in res.stdout, res.stdout[:400]
+    assert [orjson.loads(line).get("messages") is not None for line in res.stdout.splitlines()] == \
+        [True] * len(read_jsonl(TAU))
+    err = res.stderr.decode()
+    for noise in ("strategy's __init__", "in should_compact", "before the strategy's await", "strategy's child"):
+        assert noise in err, (noise, err[-2000:])

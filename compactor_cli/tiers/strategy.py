@@ -49,8 +49,11 @@ def load_strategy(spec: str) -> Any:
     (or factory) that makes one with no arguments."""
     obj = load_plugin(spec, "xcompact.strategies", "--strategy")
     if inspect.isclass(obj) or not hasattr(obj, "compact"):
+        from ..model.plugins import prints_to_stderr
+
         try:
-            obj = obj()
+            with prints_to_stderr():  # its constructor's output too
+                obj = obj()
         except Exception as exc:  # noqa: BLE001
             raise UsageError(f"--strategy {spec}: making it failed: {type(exc).__name__}: {exc}") from None
     missing = [m for m in ("should_compact", "compact") if not callable(getattr(obj, m, None))]
@@ -61,11 +64,10 @@ def load_strategy(spec: str) -> Any:
 
 
 async def _call(method: Any, request: CompactionRequest) -> Any:
-    from ..model.plugins import prints_to_stderr
+    """A strategy's method, what it writes to stdout (print, fd 1, a child process) sent to stderr."""
+    from ..model.plugins import call_plugin
 
-    with prints_to_stderr():
-        result = method(request)
-        return await result if inspect.isawaitable(result) else result
+    return await call_plugin(method, request)
 
 
 async def apply_strategy(dump: dict, strategy: Any, spec: str, counter: TokenCounter,
