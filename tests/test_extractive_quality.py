@@ -207,3 +207,28 @@ def test_every_section_is_present_and_canonical_on_real_transcripts():
             headings = [line for line in text.splitlines() if line.startswith("## ")]
             # the eight, then xcompact's evidence section when the head has evidence
             assert headings in ([f"## {s}" for s in SECTIONS], [f"## {s}" for s in SECTIONS] + ["## evidence"])
+
+
+def test_a_request_the_head_saw_done_is_not_pending_and_one_awaiting_a_reply_is():
+    """Issue 27: "a pending task only when nothing later in the head did it": a request the agent
+    acted on and then answered is said in the overview, not as pending; one answered by a
+    question back (a confirmation asked for) is still pending."""
+    def head(reply: str) -> list[dict]:
+        return [{"role": "user", "content": "Please rename the export module to exporter and update its imports."},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "git mv a b"}'}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "done"},
+                {"role": "assistant", "content": reply}]
+
+    def sections(reply: str) -> dict[str, str]:
+        from compactor_cli.backends import SummaryRequest
+        from compactor_cli.backends.sections import parse_sections
+
+        text = ExtractiveBackend(lambda s: len(s) // 4).summarize_sync(SummaryRequest(head(reply), "", 600))
+        return parse_sections(text)
+
+    done = sections("Renamed the module and updated every import.")
+    assert "Latest request" not in done["pending_tasks"]
+    assert "rename the export module" in done["overview"]
+    asked = sections("I found two modules named export. Which one should I rename?")
+    assert "Latest request: Please rename the export module" in asked["pending_tasks"]

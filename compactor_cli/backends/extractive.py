@@ -155,7 +155,7 @@ def build_candidates(request: SummaryRequest) -> dict[str, list[Item]]:
 
     pending = []
     users = [pos for pos, m in enumerate(msgs) if m.role in ("user", "developer") and m.text.strip()]
-    if users:
+    if users and not _handled(msgs[users[-1] + 1:]):  # a request the head saw done is not pending
         latest = msgs[users[-1]]
         pending.append(Item(f"Latest request: {clip(' '.join(sentences(latest.text)[:3]), 300)}", (1, users[-1]),
                             100.0))
@@ -202,6 +202,16 @@ def build_candidates(request: SummaryRequest) -> dict[str, list[Item]]:
     if previous is None:
         return {s: _ranked(items)[:limit] for s, items in fresh.items()}
     return {s: _ranked(_carry_over(s, fresh[s], old[s], bool(sys_sents)))[:limit] for s in SECTIONS}
+
+
+def _handled(after: list[Msg]) -> bool:
+    """The messages after a request show it done: the agent acted on it (a tool call), then
+    answered (an assistant message without calls after its last one) with no question back
+    (a confirmation asked for is still pending). The overview still says what was asked."""
+    last_call = max((i for i, m in enumerate(after) if m.calls), default=-1)
+    answers = [m.text.strip() for m in after[last_call + 1:]
+               if m.role == "assistant" and not m.calls and m.text.strip()]
+    return last_call >= 0 and bool(answers) and not answers[-1].endswith("?")
 
 
 def _asked(text: str) -> str:
