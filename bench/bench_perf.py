@@ -20,7 +20,7 @@ process), tier 1 ``-j 1`` and ``-j 2``, with and without tokens:
 
     python bench/bench_perf.py --shapes              # the shapes table only, ~50 MiB each
     python bench/bench_perf.py --quick               # the same, ~32 MiB each, best of 2: under 2 minutes
-    python bench/bench_perf.py --shapes --tree /tmp/base   # the same rows from another source tree
+    python bench/bench_perf.py --shapes --tree /tmp/before --tree .   # two trees, their runs alternated
 
 tau: tau-bench airline (200 runs of ~45 short messages); cc: the Claude Code sessions of
 ../shared/data/raw; codex: the Codex CLI rollouts; mini: the mini-swe-agent runs; gen: the
@@ -178,14 +178,18 @@ def distinct_encode_seconds(path: str) -> float:
     return time.perf_counter() - t
 
 
-def shapes_table(shapes: list[str], size_mb: float, repeat: int, tmp: str, tokens: bool = True) -> None:
-    """One row per real shape: floor, tier 1 -j 1 and -j 2, without and with tokens. Each cell is
-    wall seconds and, after the slash, CPU seconds (user + system, workers included): on a
-    machine other jobs share, the CPU ratio to the floor's CPU is the steadier figure."""
+def shapes_table(shapes: list[str], size_mb: float, repeat: int, tmp: str, tokens: bool = True,
+                 trees: list[str | None] | None = None) -> None:
+    """One row per real shape (and per source tree): floor, tier 1 -j 1 and -j 2, without and
+    with tokens. Each cell is wall seconds and, after the slash, CPU seconds (user + system,
+    workers included): on a machine other jobs share, the CPU ratio to the floor's CPU is the
+    steadier figure. With several trees, their runs alternate (best of ``repeat`` each), so a
+    change in the machine's load falls on all of them alike."""
+    global TREE
+    trees = trees or [TREE]
     out = os.path.join(tmp, "out.jsonl")
-    print("\n| shape | MiB | records | floor wall/cpu | --no-tokens -j 1 | × floor (wall/cpu) | -j 2 | speed-up "
-          "| tokens -j 1 | × floor (wall/cpu) | -j 2 | speed-up |\n|---|---|---|---|---|---|---|---|---|---|---|---|",
-          flush=True)
+    print("\n| shape | tree | MiB | records | floor wall/cpu | --no-tokens -j 1 | × floor (wall/cpu) | -j 2 | speed-up "
+          "| tokens -j 1 | × floor (wall/cpu) | -j 2 | speed-up |\n" + "|---" * 13 + "|", flush=True)
     for shape in shapes:
         src = shape_dataset(shape, size_mb)
         if src is None:
@@ -196,16 +200,25 @@ def shapes_table(shapes: list[str], size_mb: float, repeat: int, tmp: str, token
             records = sum(1 for _ in fh)
         floors = [_floor_cpu(src, out) for _ in range(repeat)]
         floor, floor_cpu = min(w for w, _ in floors), min(c for _, c in floors)
-        cells = []
+        cells: dict[int, list[str]] = {k: [] for k in range(len(trees))}
         for flags in (["--no-tokens"], []) if tokens else (["--no-tokens"],):
-            j1, c1 = best_cpu(repeat, "toolcall", *flags, "-j", "1", "-q", src, "-o", out)
-            j2, c2 = best_cpu(repeat, "toolcall", *flags, "-j", "2", "-q", src, "-o", out)
-            cells.append(f"{j1:.2f}/{c1:.2f} s | **{j1 / floor:.2f}x** / {c1 / floor_cpu:.2f}x | {j2:.2f}/{c2:.2f} s "
-                         f"| **{j1 / j2:.2f}x**")
-        if not tokens:
-            cells.append("– | – | – | –")
-        print(f"| {shape} | {mib:.0f} | {records} | {floor:.2f}/{floor_cpu:.2f} s | " + " | ".join(cells) + " |",
-              flush=True)
+            runs: dict[tuple[int, str], list[tuple[float, float]]] = {}
+            for _ in range(repeat):
+                for k, tree in enumerate(trees):
+                    TREE = tree
+                    for jobs in ("1", "2"):
+                        runs.setdefault((k, jobs), []).append(
+                            run_cpu("toolcall", *flags, "-j", jobs, "-q", src, "-o", out))
+            for k in range(len(trees)):
+                j1, c1 = (min(x[i] for x in runs[(k, "1")]) for i in (0, 1))
+                j2, c2 = (min(x[i] for x in runs[(k, "2")]) for i in (0, 1))
+                cells[k].append(f"{j1:.2f}/{c1:.2f} s | **{j1 / floor:.2f}x** / {c1 / floor_cpu:.2f}x "
+                                f"| {j2:.2f}/{c2:.2f} s | **{j1 / j2:.2f}x**")
+        for k, tree in enumerate(trees):
+            if not tokens:
+                cells[k].append("– | – | – | –")
+            print(f"| {shape} | {tree or 'this'} | {mib:.0f} | {records} | {floor:.2f}/{floor_cpu:.2f} s | "
+                  + " | ".join(cells[k]) + " |", flush=True)
 
 
 def main() -> None:
@@ -219,16 +232,19 @@ def main() -> None:
                     help=f"only the real-shapes table, for these shapes (default: {','.join(SHAPES)})")
     ap.add_argument("--shape-mb", type=float, default=50, help="size of each shape's file (--shapes)")
     ap.add_argument("--quick", action="store_true", help="the shapes table at 32 MiB each, best of 2 (< 2 min)")
-    ap.add_argument("--tree", default=None, help="run xcompact from this source tree (PYTHONPATH), e.g. a worktree")
+    ap.add_argument("--tree", action="append", default=None,
+                    help="run xcompact from this source tree (PYTHONPATH), e.g. a worktree; twice or more "
+                         "(--shapes): the trees' runs alternate, one row each ('.' is this one)")
     args = ap.parse_args()
-    if args.tree:
-        TREE = os.path.abspath(args.tree)
+    trees = [os.path.abspath(t) for t in args.tree] if args.tree else [None]
+    TREE = trees[0]
     tmp = tempfile.mkdtemp(prefix="xcompact-bench-")
     if args.quick or args.shapes is not None:
         shapes = (args.shapes or ",".join(SHAPES)).split(",")
         size, repeat = (32.0, 2) if args.quick else (args.shape_mb, args.repeat)
-        print(f"{os.cpu_count()} cores; best of {repeat}; xcompact from {TREE or ROOT}", flush=True)
-        shapes_table(shapes, size, repeat, tmp, tokens=not args.skip_tokens)
+        print(f"{os.cpu_count()} cores; best of {repeat}; xcompact from {', '.join(t or ROOT for t in trees)}",
+              flush=True)
+        shapes_table(shapes, size, repeat, tmp, tokens=not args.skip_tokens, trees=trees)
         return
     out, rep = os.path.join(tmp, "out.jsonl"), os.path.join(tmp, "r.json")
     src = dataset(args.size_mb)
