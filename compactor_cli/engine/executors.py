@@ -102,14 +102,17 @@ def _init_worker(settings: Settings, parent: int) -> None:
     _die_with_parent(parent)
     counter = make_counter(settings)
     transform, _ = make_transform(settings, counter)
-    import asyncio
-
-    _worker.update(settings=settings, counter=counter, transform=transform, loop=asyncio.new_event_loop())
+    _worker.update(settings=settings, counter=counter, transform=transform, loop=None)
 
 
 def _process(rec: Record) -> Outcome:
-    s, counter, transform, loop = _worker["settings"], _worker["counter"], _worker["transform"], _worker["loop"]
+    s, counter, transform = _worker["settings"], _worker["counter"], _worker["transform"]
     if command_of(s).models:
+        loop = _worker["loop"]
+        if loop is None:  # made on first use: a run without a model does not import asyncio in each worker
+            import asyncio
+
+            loop = _worker["loop"] = asyncio.new_event_loop()
         return loop.run_until_complete(process_record_async(rec, transform, s, counter))
     return process_record(rec, transform, s, counter)
 
