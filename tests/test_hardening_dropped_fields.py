@@ -156,3 +156,24 @@ def test_claude_code_to_anthropic_names_only_what_the_anthropic_reading_drops(ru
     assert res.exit_code == 0, res.stderr
     assert "assistant.planMode" in res.stderr and "tool_use.caller" not in res.stderr, res.stderr
     assert orjson.loads(out.read_bytes())["source"]["dropped_fields"] == {"assistant.planMode": 1}
+
+
+@pytest.mark.parametrize("command", [["toolcall", "--keep", "0"], ["summarize"], ["compact", "--token-threshold", "50"],
+                                     ["validate"]])
+def test_record_commands_name_dropped_fields_once_per_file_too(runner, tmp_path, command):
+    """Not only convert: every command that reads a log says on stderr which input fields it had
+    no place for, once per file (and again for a field first met later), never once per record;
+    -q says nothing."""
+    recs = [_sharegpt(i) for i in range(4)]
+    recs[2]["conversations"][0]["loss"] = True
+    src = tmp_path / "data.jsonl"
+    src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
+    out = ["-o", tmp_path / "out.jsonl"] if command[0] != "validate" else []
+    res = _run(runner, *command, "--from", "sharegpt", src, *out)
+    assert res.exit_code in (0, 1), res.stderr
+    named = [ln for ln in res.stderr.splitlines() if "not carried over" in ln]
+    assert len(named) == 2, res.stderr
+    assert named[0].startswith("warning: ") and "data.jsonl:1" in named[0] and "conversations[].weight" in named[0]
+    assert "data.jsonl:3" in named[1] and "conversations[].loss" in named[1]
+    quiet = _run(runner, *command, "--from", "sharegpt", src, *out, "-q")
+    assert "not carried over" not in quiet.stderr

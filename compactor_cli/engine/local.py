@@ -41,6 +41,7 @@ from ..files.sinks import (
 )
 from ..files.targets import JSONL_SUFFIXES, STDIN, Target, is_regular_input, plan_run
 from ..formats import file_format, iter_records
+from ..formats.base import dropped_names
 from .executors import WORKER_DIED, Outcomes, ParallelOutcomes, Processor, WorkerDiedError
 from .guards import abort_quietly, plan_sidecars, refuse_log_in_place
 from .report import EXIT_INTERRUPTED, EXIT_OK, EXIT_STDOUT_CLOSED, Report, ReportError
@@ -269,6 +270,7 @@ class _Batch:
         self.committed: set[int] = journal.done if journal else set()
         self.side: dict[str, Any] = {}  # --api-ready: {"path"}; --sidecar: {"reader"}
         self.wrong_from: dict[str, list[Any]] = {}  # source -> [the wrong --from clause said, records not said]
+        self.dropped_said: dict[str, set[str]] = {}  # source -> the dropped input fields named on stderr
 
     def run(self, targets: list[Target]) -> None:
         for index, target in enumerate(targets):
@@ -291,7 +293,20 @@ class _Batch:
                 return
             self.wrong_from[source] = [found.group(0), 0]
         self.console.record(where, outcome.error, outcome.warnings, len(outcome.warnings))
+        self._dropped_fields(where, outcome.item)
         self.console.over_threshold(where, outcome.item)
+
+    def _dropped_fields(self, where: str, item: Any) -> None:
+        """Input fields a log reader had no place for, named on stderr once per file by the first
+        record that drops each (as ``convert`` does); every record's count is in the report."""
+        for note in item.get("conversion_notes") or ():
+            names = dropped_names(note)
+            if not names:
+                continue
+            said = self.dropped_said.setdefault(str(item.get("source")), set())
+            if not set(names) <= said:
+                said.update(names)
+                self.console.warning(where, f"{note} (named once per file; --report counts them per record)", 1)
 
     def _wrong_from_count(self, display: str) -> None:
         seen = self.wrong_from.pop(display, None)

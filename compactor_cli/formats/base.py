@@ -20,6 +20,7 @@ message came from); they are written as OpenAI dumps.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -103,6 +104,16 @@ def dropped_note(counts: dict[str, int], what: str = "input fields not carried o
 
 
 DROPPED_NOTE = " input fields not carried over: "
+_NAMED = re.compile(r"(?:^|, )(.+?) \(\d+\)(?=, |$| and \d+ more$)")
+
+
+def dropped_names(note: str) -> list[str]:
+    """The field names a ``dropped_note`` names ([] for any other note): what a run says once
+    per file."""
+    at = note.find(DROPPED_NOTE)
+    if at < 0 or not note[:at].isdigit():
+        return []
+    return _NAMED.findall(note[at + len(DROPPED_NOTE):])
 
 
 def type_name(v: Any) -> str:
