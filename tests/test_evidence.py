@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from compactor_cli import formats
 from compactor_cli.backends.sections import split_evidence
 from compactor_cli.cli import cli
-from compactor_cli.evidence import evidence_of, probes_of, retention, sent_text, task_index
-from compactor_cli.evidence.extract import error_lines, exit_code, output_text
+from compactor_cli.evidence.extract import error_lines, evidence_of, exit_code, output_text
+from compactor_cli.evidence.harness import task_index
+from compactor_cli.evidence.probes import probes_of, retention, sent_text
 from compactor_cli.evidence.section import GROUPS, item_key, parse_evidence, render_evidence
 from compactor_cli.model.tokens import counter_for
 from compactor_cli.status import Status

@@ -18,7 +18,7 @@ from helpers import FIXTURES, ROOT
 from compactor_cli.backends import SummaryRequest
 from compactor_cli.backends.extractive import ExtractiveBackend, dedupe_key
 from compactor_cli.backends.sections import SECTIONS, parse_sections
-from compactor_cli.evidence import sent_text
+from compactor_cli.evidence.probes import sent_text
 from compactor_cli.model.tokens import TokenCounter
 from compactor_cli.status import Status
 from compactor_cli.tiers.summarize import summarize_dump

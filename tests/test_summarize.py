@@ -13,11 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import conversations
 
-from compactor_cli.evidence import sent_text
 from compactor_cli import check_conversation, restore_conversation
 from compactor_cli.backends.extractive import ExtractiveBackend
 from compactor_cli.backends.sections import SECTIONS, parse_sections
 from compactor_cli.cli import cli
+from compactor_cli.evidence.probes import sent_text
 from compactor_cli.model.tokens import TokenCounter
 from compactor_cli.status import Status
 from compactor_cli.tiers.cut import choose_cut_point
