@@ -67,9 +67,19 @@ class LlamaServer:
         self.stop()
 
 
+def threads() -> int:
+    """The cores a server may use: all of them, or their share among pytest-xdist's workers."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    return max(1, cores // workers)
+
+
 def start(n_ctx: int = 8192, log_path: str | None = None, startup_timeout: float = 180.0,
           alias: str = "local") -> LlamaServer:
-    """Start the server (2 threads, seed 0) and wait until it answers /v1/models."""
+    """Start the server (seed 0) and wait until it answers /v1/models. Threads: the machine's
+    cores shared among the test processes that may each run a server at once (pytest-xdist
+    workers): llama.cpp's threads spin while they wait, so two servers of 2 threads each on 2
+    cores ran the real-model tests 5x slower than one each."""
     found = installed()
     if found is None:
         raise RuntimeError("the real model server is not installed: " + SETUP_HINT)
@@ -80,7 +90,8 @@ def start(n_ctx: int = 8192, log_path: str | None = None, startup_timeout: float
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "HTTP_PROXY", "HTTPS_PROXY"))}
     proc = subprocess.Popen(
         [py, "-m", "llama_cpp.server", "--model", gguf, "--model_alias", alias, "--host", "127.0.0.1",
-         "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", "2", "--n_threads_batch", "2", "--seed", "0",
+         "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads()), "--n_threads_batch", str(threads()),
+         "--seed", "0",
          "--verbose", "false"],
         stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, preexec_fn=_die_with_parent)
     log.close()
