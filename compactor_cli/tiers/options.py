@@ -34,7 +34,7 @@ def evidence_room(budget: int, head_tokens: int, evidence_tokens: int | None) ->
 DEFAULT_TOKEN_THRESHOLD = 192_000
 #: The user's later messages kept verbatim by tier 2 (besides the task), in tokens: the user's own
 #: words are what an agent can least re-derive; 8,000 (Codex keeps 20,000) keeps every later user
-#: turn of the shared real runs, long Codex sessions of 30–50 turns included, at 1–3% of their tokens.
+#: turn of the shared real runs but the oldest few of a 50-turn Codex session, at 2–3% of its tokens.
 DEFAULT_KEEP_USER_TOKENS = 8000
 
 
