@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import orjson
+from helpers import FIXTURES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import conversations
@@ -111,3 +112,24 @@ def test_an_anthropic_request_is_written_cut_and_restored_byte_for_byte(runner, 
     res = runner.invoke(cli, ["restore", str(out), "-o", str(back), "-q"])
     assert res.exit_code == 0, res.stderr
     assert orjson.loads(back.read_bytes()) == request
+
+
+def test_a_custom_tool_calls_input_is_cut_and_restored_exactly(tmp_path):
+    """Codex's apply_patch is a custom tool call whose input is the patch: --truncate-inputs cuts
+    it like a function call's arguments (a patch is most of a Codex session's tokens), and
+    restore gives it back."""
+    from compactor_cli import formats
+
+    ((_, dump, _),) = list(formats.read_file(str(FIXTURES / "real" / "codex_rollout_apply_patch.jsonl")))
+    (patch,) = [c["custom"]["input"] for m in dump["messages"] for c in (m.get("tool_calls") or ())
+                if c.get("type") == "custom"]
+    assert len(patch) > 1000
+    new, res = reclaim_tool_results(dump, keep=0, truncate_inputs=100)
+    (cut,) = [c["custom"]["input"] for m in new["messages"] for c in (m.get("tool_calls") or ())
+              if c.get("type") == "custom"]
+    assert cut.startswith(patch[:100]) and is_truncated_input(cut) and len(cut) < 300
+    assert res.inputs_truncated >= 1
+    restored, _ = restore_conversation(new)
+    assert restored == dump
+    again, res2 = reclaim_tool_results(new, keep=0, truncate_inputs=100)
+    assert again == new and res2.inputs_truncated == 0

@@ -193,12 +193,14 @@ def _restore_tool_inputs(dump: dict) -> dict:
         mi, ci = calls[slot.index]
         msg = new_messages[mi]
         call = msg["tool_calls"][ci]
-        fn = call.get("function")
-        if isinstance(fn, dict) and (fn.get("arguments") == input_placeholder(key)
-                                     or is_truncated_input(fn.get("arguments"), key)):
-            new_calls = list(msg["tool_calls"])
-            new_calls[ci] = {**call, "function": {**fn, "arguments": remaining.pop(key)}}
-            new_messages[mi] = {**msg, "tool_calls": new_calls}
+        for part, name in (("function", "arguments"), ("custom", "input")):  # a custom call's input too
+            fn = call.get(part)
+            if isinstance(fn, dict) and (fn.get(name) == input_placeholder(key)
+                                         or is_truncated_input(fn.get(name), key)):
+                new_calls = list(msg["tool_calls"])
+                new_calls[ci] = {**call, part: {**fn, name: remaining.pop(key)}}
+                new_messages[mi] = {**msg, "tool_calls": new_calls}
+                break
     new_meta = {k: v for k, v in meta.items() if k != INPUTS_FIELD}
     if remaining:
         new_meta[INPUTS_FIELD] = remaining

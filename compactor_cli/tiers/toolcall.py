@@ -454,24 +454,38 @@ def _truncate_old_inputs(messages: list[dict], old: list[int], calls: dict[int, 
         mi, ci = calls[i]
         msg = messages[mi]
         call = msg["tool_calls"][ci]
-        fn = call.get("function") if isinstance(call, dict) else None
-        if key in stored_inputs or key in inputs or call.get("type", "function") != "function" \
-                or not isinstance(fn, dict) or not isinstance(fn.get("arguments"), str):
-            continue  # a key in use is never reused; only a function call's arguments text is cut
-        args = fn["arguments"]
+        field = _input_field(call)
+        if key in stored_inputs or key in inputs or field is None:
+            continue  # a key in use is never reused; only a call's arguments or custom input text is cut
+        part, name = field
+        args = call[part][name]
         if is_input_placeholder(args) or is_truncated_input(args):
             continue
         cut = truncated_arguments(args, limit, key)
         if cut is None:
             continue
         new_calls = list(msg["tool_calls"])
-        new_calls[ci] = {**call, "function": {**fn, "arguments": cut}}
+        new_calls[ci] = {**call, part: {**call[part], name: cut}}
         messages[mi] = {**msg, "tool_calls": new_calls}
         if keep_originals:
             inputs[key] = args
         saved += len(args) - len(cut)
         result.inputs_truncated += 1
     return saved
+
+
+def _input_field(call: Any) -> tuple[str, str] | None:
+    """Where a call's input text is: a function call's ``function.arguments``, or a custom tool
+    call's ``custom.input`` (Codex's apply_patch: its patch). None for anything else."""
+    if not isinstance(call, dict):
+        return None
+    kind = call.get("type", "function")
+    if kind == "function" and isinstance(call.get("function"), dict) \
+            and isinstance(call["function"].get("arguments"), str):
+        return "function", "arguments"
+    if kind == "custom" and isinstance(call.get("custom"), dict) and isinstance(call["custom"].get("input"), str):
+        return "custom", "input"  # (a Responses request's custom call, read with a function part, stays whole)
+    return None
 
 
 def _clear_input(messages: list[dict], at: tuple[int, int], key: str) -> tuple[str, str] | None:
