@@ -16,6 +16,7 @@ from strategies import conversations
 from compactor_cli import reclaim_tool_results, restore_conversation
 from compactor_cli.batch import process_lines
 from compactor_cli.cli import cli
+from compactor_cli.model.conversation import estimated_message_length
 from compactor_cli.model.placeholders import is_truncated_input, truncated_arguments
 
 FILE = "x = 1  # a line of the file being written\n" * 80
@@ -60,9 +61,13 @@ def test_truncated_arguments_cuts_only_what_saves_something():
 @given(conversations(), st.integers(0, 4), st.integers(1, 80), st.booleans(), st.booleans())
 def test_every_combination_restores_exactly(dump, keep, limit, clear_inputs, keep_originals):
     before = orjson.dumps(dump)
-    new, _ = reclaim_tool_results(dump, keep=keep, truncate_inputs=limit, clear_tool_inputs=clear_inputs,
+    new, res = reclaim_tool_results(dump, keep=keep, truncate_inputs=limit, clear_tool_inputs=clear_inputs,
                                     keep_originals=keep_originals)
     assert orjson.dumps(dump) == before
+    # the report's length is xun's estimate of what is written: arguments it never counted, when
+    # cut, never take it below zero or the reclaimed fraction above 1 (both did)
+    assert res.length_after == estimated_message_length(new["messages"]) >= 0
+    assert res.reclaimed_fraction <= 1.0
     if keep_originals:
         restored, _ = restore_conversation(new)
         assert restored == dump
@@ -133,3 +138,18 @@ def test_a_custom_tool_calls_input_is_cut_and_restored_exactly(tmp_path):
     assert restored == dump
     again, res2 = reclaim_tool_results(new, keep=0, truncate_inputs=100)
     assert again == new and res2.inputs_truncated == 0
+
+
+def test_cutting_long_arguments_never_takes_the_reported_length_below_zero():
+    """xun's length estimate counts contents, not arguments: a Write of 5,000 characters with a
+    one-line result, its arguments cut, reported length_after -4,900 and a fraction over 1."""
+    messages = [{"role": "user", "content": "write it"},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "w1", "type": "function",
+                     "function": {"name": "Write", "arguments": json.dumps({"path": "a.py", "content": "x" * 5000})}}]},
+                {"role": "tool", "tool_call_id": "w1", "content": "ok"},
+                {"role": "assistant", "content": "Done."}]
+    new, res = reclaim_tool_results({"messages": messages}, keep=0, truncate_inputs=50)
+    assert res.inputs_truncated == 1
+    assert res.length_after == estimated_message_length(new["messages"]) >= 0
+    assert 0.0 <= res.reclaimed_fraction <= 1.0

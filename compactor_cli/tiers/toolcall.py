@@ -284,7 +284,6 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
     keys: KeyAllocator | None = None
     # dropping originals into a dump that stores none needs no keys at all (the hot path)
     need_keys = keep_originals or bool(originals) or bool(read_aliases(dump))
-    saved = 0
     occurrence = _occurrences(messages, key_offsets if key_offsets is not None else head_tool_counts(dump))
 
     def text_for(key: str, i: int, content: Any, tpl: PlaceholderTemplate | None, chars: int) -> str:
@@ -335,7 +334,6 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
             templated[(cid, k)] = tpl.text
         else:
             templated.pop((cid, k), None)
-        saved += old_len - len(placeholder_text)
         if clear_at_least is not None:
             freed += counter.content(content) - counter.content(placeholder_text)
         if i in deduped:
@@ -348,15 +346,14 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
                 original_args, marker = cleared
                 if keep_originals:
                     inputs[key] = original_args
-                saved += len(original_args) - len(marker)
                 if clear_at_least is not None:
                     freed += counter.text(original_args) - counter.text(marker)
                 result.inputs_cleared += 1
         result.compacted_indices.append(i)
     if truncate_inputs is not None and old:
         aliases = keys.aliases if keys is not None else read_aliases(dump)  # the keys restore will read
-        saved += _truncate_old_inputs(new_messages, old, calls, truncate_inputs, stored_inputs, inputs,
-                                      keep_originals, occurrence, aliases, result)
+        _truncate_old_inputs(new_messages, old, calls, truncate_inputs, stored_inputs, inputs,
+                             keep_originals, occurrence, aliases, result)
     media_store: dict[str, Any] = {}
     if media:
         from .media import clear_media, stored_parts
@@ -365,7 +362,6 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
         new_messages, media_done = clear_media(new_messages, images_keep, thinking_keep, media_store, keep_originals)
         result.images_cleared, result.thinking_cleared = media_done.images, media_done.thinking
         result.media_left_native = media_done.left_native
-        saved += media_done.saved_chars
     result.reclaimed_count = len(result.compacted_indices)
     if clear_at_least is not None:
         result.freed_tokens = freed
@@ -377,8 +373,10 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
             return dump, result
     if not (result.reclaimed_count or result.inputs_truncated or result.images_cleared or result.thinking_cleared):
         return dump, result
-    result.length_after = before - saved
-    result.reclaimed_fraction = saved / before if before else 0.0
+    # xun's estimate of what is written: it counts contents, not a call's arguments or an image's
+    # data, so an input cut or an image cleared never takes length_after below zero
+    result.length_after = estimated_message_length(new_messages)
+    result.reclaimed_fraction = (before - result.length_after) / before if before else 0.0
     new_dump = dict(dump)
     new_dump["messages"] = new_messages
     if keep_originals and (originals or ORIGINALS_KEY in dump):  # only inputs cut: no empty store added
