@@ -35,7 +35,6 @@ REASONING_KEYS = ("reasoning_content", "reasoning")
 class MediaCleared:
     images: int = 0
     thinking: int = 0
-    saved_chars: int = 0
     left_native: int = 0  # messages written from native blocks: their images and thinking untouched
 
 
@@ -98,7 +97,6 @@ def clear_media(messages: list[dict], images_keep: int | None, thinking_keep: in
             if keep_originals:
                 store[key] = part
             done.images += 1
-            done.saved_chars += max(0, len(str(part)) - len(text))
     if thinking_keep is not None:
         where_t = [(i, k) for i, m in enumerate(messages) if m.get("role") == "assistant"
                    for k in REASONING_KEYS if isinstance(m.get(k), str) and m[k]]
@@ -119,7 +117,6 @@ def clear_media(messages: list[dict], images_keep: int | None, thinking_keep: in
             if keep_originals:
                 store[key] = value
             done.thinking += 1
-            done.saved_chars += len(value) - len(text)
     return out, done
 
 

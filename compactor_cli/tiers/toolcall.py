@@ -435,12 +435,11 @@ def _call_name(messages: list[dict], at: tuple[int, int]) -> str | None:
 def _truncate_old_inputs(messages: list[dict], old: list[int], calls: dict[int, tuple[int, int]], limit: int,
                          stored_inputs: dict, inputs: dict[str, Any], keep_originals: bool,
                          occurrence: dict[int, int], aliases: dict[tuple[str, int], str | None],
-                         result: ToolCallCompactResult) -> int:
+                         result: ToolCallCompactResult) -> None:
     """Cut the long arguments of the calls the ``old`` results answer (in ``messages``, copying
-    what it changes), storing the originals in ``inputs``; the characters saved."""
+    what it changes), storing the originals in ``inputs``."""
     from ..model.placeholders import is_truncated_input, truncated_arguments
 
-    saved = 0
     for i in old:
         cid = messages[i].get("tool_call_id")
         if i not in calls or not isinstance(cid, str):
@@ -467,9 +466,7 @@ def _truncate_old_inputs(messages: list[dict], old: list[int], calls: dict[int, 
         messages[mi] = {**msg, "tool_calls": new_calls}
         if keep_originals:
             inputs[key] = args
-        saved += len(args) - len(cut)
         result.inputs_truncated += 1
-    return saved
 
 
 def _input_field(call: Any) -> tuple[str, str] | None:
