@@ -676,18 +676,7 @@ def _calls_length(calls: list[Any]) -> int:
             if t is str:
                 if k in length_keys:
                     total += len(v)
-            elif t is dict:
-                if k == "function":
-                    for k2, v2 in v.items():
-                        t2 = type(v2)
-                        if t2 is str:
-                            if k2 in length_keys:
-                                total += len(v2)
-                        elif t2 is dict or t2 is list:
-                            total += _length(v2)
-                else:
-                    total += _length(v)
-            elif t is list:
+            elif t is dict or t is list:
                 total += _length(v)
     return total
 
