@@ -1,0 +1,74 @@
+"""The extractive summariser's fact scan (backends/facts.py ``_FACT``) finds exactly what the plain
+alternation of its four patterns finds, match for match and kind for kind: it tests once that no
+word character precedes instead of trying each kind inside every word (issue 32), and a summary
+must not change by a byte for that."""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compactor_cli.backends import facts
+from compactor_cli.backends.facts import _facts_in, _is_path
+
+#: The alternation as it was written before the gate: url, path, id, number, in that order.
+PLAIN = re.compile("|".join(f"(?P<{name}>{rx.pattern})" for name, rx in
+                            (("url", facts._URL), ("path", facts._PATH), ("id", facts._IDENT),
+                             ("number", facts._NUMBER))))
+
+
+def plain_facts(text: str) -> list[tuple[int, int, str]]:
+    out = []
+    for m in PLAIN.finditer(text):
+        kind = m.lastgroup or ""
+        if kind == "path" and not _is_path(m.group()):
+            continue
+        out.append((m.start(), m.end(), "path" if kind == "url" else kind))
+    return out
+
+
+# pieces that start or end every kind of fact, and the characters around them
+PIECES = ["a", "b", "f", "x", "Z", "AB", "Q7", "0", "1", "9", "12", "2024-05-01", "_", "-", ".", "/", "~", "@", "+",
+          "$", "€", "£", ",", ":", " ", "  ", "\n", "\t", "%", "ms", "MB", "seconds", "http://", "https://", ".com",
+          ".py", ".json", "src/", "./", "~/", "commit ", "sha", "hash", "abc1234", "deadbeef", "é", "ß", "٣", "日本",
+          "US$", "ABC-12", "user_id_3", "(", ")", "'", '"', "`", "<", ">", "#", "=", "|", "kB/s", "x.y.z", "-v"]
+
+
+@settings(max_examples=400)
+@given(st.lists(st.sampled_from(PIECES), max_size=40).map("".join))
+def test_the_gated_scan_finds_what_the_plain_alternation_finds(text: str) -> None:
+    assert _facts_in(text) == plain_facts(text)
+
+
+@given(st.text(max_size=200))
+def test_on_any_text(text: str) -> None:
+    assert _facts_in(text) == plain_facts(text)
+
+
+def test_on_the_real_transcripts() -> None:
+    """Every message text of the fixtures' real runs."""
+    here = os.path.join(os.path.dirname(__file__), "..", "fixtures")
+    texts: list[str] = []
+    for path in sorted(glob.glob(os.path.join(here, "**", "*.jsonl"), recursive=True)):
+        with open(path, "rb") as fh:
+            for line in fh:
+                try:
+                    record = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                for m in record.get("messages", []) if isinstance(record, dict) else []:
+                    content = m.get("content") if isinstance(m, dict) else None
+                    if isinstance(content, str):
+                        texts.append(content)
+    assert sum(map(len, texts)) > 100_000
+    found = 0
+    for text in texts:
+        mine = _facts_in(text)
+        assert mine == plain_facts(text)
+        found += len(mine)
+    assert found > 1000
