@@ -71,7 +71,7 @@ def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no:
     Example:
       xcompact extract call_oIHazX6yQrB8hUwl4cRilFKj out.jsonl --line 1   (out.jsonl: see toolcall)
     """
-    from ..files.exact import RISKY_NUMBER
+    from ..files.exact import risky_number
     from ..formats import iter_records, parse_record
     from ..formats.base import jdump
     from ..tiers.toolcall import extract_tool_result
@@ -90,7 +90,7 @@ def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no:
             if line_no is not None and rec.line not in (line_no, None):
                 continue
             try:
-                dump, codec = parse_record(rec.raw, input_format, exact=RISKY_NUMBER.search(rec.raw) is not None,
+                dump, codec = parse_record(rec.raw, input_format, exact=risky_number(rec.raw),
                                            source=rec.source, line=rec.line)
                 fatal = [p for p in codec.problems(dump) if p.fatal]  # shapes checked before any lookup
                 if fatal:

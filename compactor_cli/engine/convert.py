@@ -11,7 +11,7 @@ from typing import Any, cast
 
 from ..commands.settings import Settings
 from ..errors import InvalidInputError
-from ..files.exact import RISKY_NUMBER
+from ..files.exact import risky_number
 from ..files.records import Record, dump_bytes
 from ..formats import parse_record
 from ..formats.base import dropped_note
@@ -28,7 +28,7 @@ def convert_record(raw: bytes, from_: str, to: str, source: str | None, line: in
 
     item = cast(ReportItem, {"source": source, "line": line})
     try:
-        exact = RISKY_NUMBER.search(raw) is not None  # a number orjson would change: read it exactly
+        exact = risky_number(raw)  # a number orjson would change: read it exactly
         dump, codec = parse_record(raw, from_, exact=exact, source=source, line=line, history=history)
         fatal = [p for p in codec.problems(dump) if p.fatal]
         if fatal:

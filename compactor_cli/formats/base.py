@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from ..errors import InvalidInputError
-from ..files.exact import RISKY_NUMBER, ExactReader, dumps_exact
+from ..files.exact import ExactReader, dumps_exact, risky_number
 from ..model.conversation import Problem
 from ..model.exact_numbers import orjson_default
 from ..model.format_names import FILE_LEVEL, FORMATS, LOG_FORMATS, REQUEST_FORMATS  # noqa: F401  (read from here too)
@@ -56,7 +56,7 @@ def jload(text: str) -> Any:
     """JSON text (a tool call's arguments) -> value; a number a double does not hold is read
     exactly (an ExactFloat, written back as it was)."""
     raw = text.encode("utf-8", "surrogatepass")
-    if not RISKY_NUMBER.search(raw):
+    if not risky_number(raw):
         return orjson.loads(text)
     try:
         orjson.loads(text)  # orjson's verdict on what is JSON

@@ -258,13 +258,13 @@ def build_view(raw: bytes, where: str, source: str, line: int | None, input_form
     """The view of one record's bytes, with the evidence it lost; InvalidInputError naming
     ``where`` when it is not a conversation."""
     from ..errors import InvalidInputError
-    from ..files.exact import RISKY_NUMBER
+    from ..files.exact import risky_number
     from ..formats import parse_record
     from ..formats.base import conversation_model
     from ..model.tokens import Counters
 
     try:
-        dump, codec = parse_record(raw, input_format, exact=RISKY_NUMBER.search(raw) is not None,
+        dump, codec = parse_record(raw, input_format, exact=risky_number(raw),
                                    source=source, line=line, history=history)
     except InvalidInputError as exc:
         raise InvalidInputError(f"{where}: {exc}") from None
