@@ -146,14 +146,26 @@ def english_only(dump: dict) -> bool:
     return sum(1 for c in letters if ord(c) > 0x24F) < 5
 
 
-def model_outputs(convs: list[tuple[str, dict]], n: int, base_url: str | None, work: str
-                  ) -> dict[int, tuple[dict, dict]]:
-    """(output dump, report item) of the first ``n`` runs with a head, summarised by the model
-    server; outputs already in ``work`` (an earlier run's) are read, not made again."""
+def head_tokens(dump: dict) -> int:
+    """Tokens of the part the classic cut replaces (what the model is asked to read)."""
+    cut = choose_cut_point(dump["messages"], KEEP_RECENT, keep_task=False)
+    count = counter_for("cl100k_base")
+    return sum(count.message(dump["messages"][i]) for i in cut.head)
+
+
+def model_outputs(convs: list[tuple[str, dict]], n: int, base_url: str | None, work: str,
+                  smallest: bool = False) -> dict[int, tuple[dict, dict]]:
+    """(output dump, report item) of the first ``n`` runs with a head (or the ``n`` with the
+    smallest heads, in file order), summarised by the model server; outputs already in ``work``
+    (an earlier run's) are read, not made again."""
     import subprocess
 
     chosen = [(k, d) for k, (_, d) in enumerate(convs)
-              if len(choose_cut_point(d["messages"], KEEP_RECENT, keep_task=False).head) >= 4][:n]
+              if len(choose_cut_point(d["messages"], KEEP_RECENT, keep_task=False).head) >= 4]
+    if smallest:
+        keep = {k for k, _ in sorted(chosen, key=lambda kd: head_tokens(kd[1]))[:n]}
+        chosen = [(k, d) for k, d in chosen if k in keep]
+    chosen = chosen[:n]
     if not chosen:
         return {}
     os.makedirs(work, exist_ok=True)
@@ -163,8 +175,9 @@ def model_outputs(convs: list[tuple[str, dict]], n: int, base_url: str | None, w
             raise SystemExit(f"{work}: no model outputs there, and no server")
         with open(src, "wb") as fh:
             fh.writelines(orjson.dumps(d) + b"\n" for _, d in chosen)
-        subprocess.run(["xcompact", "summarize", "--backend", "openai", "--base-url", base_url, "--summary-model", "local",
-                        "--seed", "0", "--no-cache", src, "-o", out, "--report", report], check=False)
+        subprocess.run(["xcompact", "summarize", "--backend", "openai", "--base-url", base_url,
+                        "--summary-model", "local", "--seed", "0", "--no-cache", src, "-o", out, "--report", report],
+                       check=False)
     with open(out, "rb") as fh:
         outs = [orjson.loads(line) for line in fh if line.strip()]
     with open(report, "rb") as fh:
@@ -179,6 +192,10 @@ def main() -> None:
     ap.add_argument("--llm", type=int, default=0, metavar="N", help="also the real 0.5B model on N runs per data set")
     ap.add_argument("--llm-work", help="where the model's inputs and outputs go (kept: a later run with the same "
                     "sets reads them instead of asking the model again) [default: bench/data/llm-evidence]")
+    ap.add_argument("--llm-smallest", action="store_true",
+                    help="with --llm: the N runs with the smallest heads instead of the first N (a CPU model reads "
+                         "about 100 tokens a second)")
+    ap.add_argument("--n-ctx", type=int, default=32768, help="with --llm: the model server's context window")
     ap.add_argument("--sets", default="", help="only the data sets whose names contain one of these (comma separated)")
     args = ap.parse_args()
     sets = load(args.data)
@@ -194,10 +211,10 @@ def main() -> None:
         sys.path.insert(0, os.path.join(HERE, "..", "tests"))
         from llm import server as llm
 
-        with contextlib.nullcontext(None) if have else llm.start(n_ctx=32768) as server:
+        with contextlib.nullcontext(None) if have else llm.start(n_ctx=args.n_ctx) as server:
             for name, convs in sets.items():
                 model[name] = model_outputs(convs, args.llm, server.base_url if server else None,
-                                            os.path.join(work, slug[name]))
+                                            os.path.join(work, slug[name]), args.llm_smallest)
                 done = sum(it["status"] == "SUMMARIZED" for _, it in model[name].values())
                 print(f"{name}: the model summarised {done} of {len(model[name])}", file=sys.stderr, flush=True)
     methods = METHODS + (("tier2-model",) if args.llm else ())

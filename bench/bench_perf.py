@@ -21,6 +21,7 @@ process), tier 1 ``-j 1`` and ``-j 2``, with and without tokens:
     python bench/bench_perf.py --shapes              # the shapes table only, ~50 MiB each
     python bench/bench_perf.py --quick               # the same, ~32 MiB each, best of 2: under 2 minutes
     python bench/bench_perf.py --shapes --tree /tmp/before --tree .   # two trees, their runs alternated
+    python bench/bench_perf.py --tier2 --tree /tmp/before --tree .    # tier 2 (extractive), MB/s per core
 
 tau: tau-bench airline (200 runs of ~45 short messages); cc: the Claude Code sessions of
 ../shared/data/raw; codex: the Codex CLI rollouts; mini: the mini-swe-agent runs; gen: the
@@ -221,6 +222,42 @@ def shapes_table(shapes: list[str], size_mb: float, repeat: int, tmp: str, token
                   + " | ".join(cells[k]) + " |", flush=True)
 
 
+def tier2_table(shapes: list[str], repeat: int, tmp: str, trees: list[str | None] | None = None) -> None:
+    """Tier 2 with the extractive summariser (``summarize``, its defaults: tokens counted) on one
+    copy of each real shape (distinct conversations: repeated lines would let the per-run memos
+    of texts flatter it), beside tier 1 with tokens on the same file. MB/s per core is the
+    file's size over the run's CPU seconds (start-up included)."""
+    global TREE
+    trees = trees or [TREE]
+    out = os.path.join(tmp, "out.jsonl")
+    print("\n| shape | tree | MB | records | floor wall/cpu | toolcall -j 1 | summarize -j 1 | MB/s per core | "
+          "summarize -j 2 | speed-up |\n" + "|---" * 10 + "|", flush=True)
+    for shape in shapes:
+        src = dataset(32) if shape == "gen" else shape_source(shape)
+        if src is None:
+            print(f"| {shape} | (no data) |")
+            continue
+        mb = os.path.getsize(src) / 1e6
+        with open(src, "rb") as fh:
+            records = sum(1 for _ in fh)
+        floors = [_floor_cpu(src, out) for _ in range(repeat)]
+        floor, floor_cpu = min(w for w, _ in floors), min(c for _, c in floors)
+        runs: dict[tuple[int, str], list[tuple[float, float]]] = {}
+        for _ in range(repeat):
+            for k, tree in enumerate(trees):
+                TREE = tree
+                runs.setdefault((k, "t1"), []).append(run_cpu("toolcall", "-j", "1", "-q", src, "-o", out))
+                for jobs in ("1", "2"):
+                    runs.setdefault((k, jobs), []).append(run_cpu("summarize", "-j", jobs, "-q", src, "-o", out))
+        for k, tree in enumerate(trees):
+            t1, t1c = (min(x[i] for x in runs[(k, "t1")]) for i in (0, 1))
+            j1, c1 = (min(x[i] for x in runs[(k, "1")]) for i in (0, 1))
+            j2, c2 = (min(x[i] for x in runs[(k, "2")]) for i in (0, 1))
+            print(f"| {shape} | {tree or 'this'} | {mb:.1f} | {records} | {floor:.2f}/{floor_cpu:.2f} s | "
+                  f"{t1:.2f}/{t1c:.2f} s | {j1:.2f}/{c1:.2f} s | **{mb / c1:.1f}** | {j2:.2f}/{c2:.2f} s | "
+                  f"{j1 / j2:.2f}x |", flush=True)
+
+
 def main() -> None:
     global TREE
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -232,6 +269,8 @@ def main() -> None:
                     help=f"only the real-shapes table, for these shapes (default: {','.join(SHAPES)})")
     ap.add_argument("--shape-mb", type=float, default=50, help="size of each shape's file (--shapes)")
     ap.add_argument("--quick", action="store_true", help="the shapes table at 32 MiB each, best of 2 (< 2 min)")
+    ap.add_argument("--tier2", nargs="?", const=",".join(SHAPES), default=None,
+                    help="only the tier-2 table (summarize, extractive) on one copy of each real shape")
     ap.add_argument("--tree", action="append", default=None,
                     help="run xcompact from this source tree (PYTHONPATH), e.g. a worktree; twice or more "
                          "(--shapes): the trees' runs alternate, one row each ('.' is this one)")
@@ -239,6 +278,11 @@ def main() -> None:
     trees = [os.path.abspath(t) for t in args.tree] if args.tree else [None]
     TREE = trees[0]
     tmp = tempfile.mkdtemp(prefix="xcompact-bench-")
+    if args.tier2 is not None:
+        print(f"{os.cpu_count()} cores; best of {args.repeat}; xcompact from {', '.join(t or ROOT for t in trees)}",
+              flush=True)
+        tier2_table(args.tier2.split(","), args.repeat, tmp, trees)
+        return
     if args.quick or args.shapes is not None:
         shapes = (args.shapes or ",".join(SHAPES)).split(",")
         size, repeat = (32.0, 2) if args.quick else (args.shape_mb, args.repeat)
