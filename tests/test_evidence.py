@@ -422,9 +422,14 @@ def test_a_pending_task_is_one_no_later_action_took_up():
 # ---------------------------------------------------------------- the section, as a property
 
 _PATHS = st.from_regex(r"[a-z][a-z0-9_]{0,6}(/[a-z0-9_.-]{1,8}){0,3}\.(py|md|json)", fullmatch=True)
+#: paths a file system allows and a reader of the section must not split: the separator, quotes,
+#: a line break, non-ASCII
+_ODD_PATHS = st.one_of(_PATHS, st.lists(st.sampled_from(["a", "b/", ", ", ",", '"', "'", " ", "\n", "é", "📄", ".md",
+                                                          "\\", "- x: "]),
+                                        min_size=1, max_size=8).map("".join).filter(lambda p: p.strip() == p and p))
 _ITEMS = {
-    "Files changed": st.tuples(_PATHS, st.sampled_from(["", " (created)", " (deleted)"])).map("".join),
-    "Files read": _PATHS,
+    "Files changed": st.tuples(_ODD_PATHS, st.sampled_from(["", " (created)", " (deleted)"])).map("".join),
+    "Files read": _ODD_PATHS,
     "Error met": st.from_regex(r"[A-Za-z]+Error: [a-z ]{2,30}[a-z]", fullmatch=True),
     "Test run": _PATHS.map(lambda p: f"`pytest {p}` → exit 1"),
     "Command failed": _PATHS.map(lambda p: f"`make {p}` → exit 2"),

@@ -4,6 +4,7 @@ earlier round's summary, and merged with this round's evidence (anchored rounds)
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Protocol
@@ -23,6 +24,41 @@ MUST = ("Files changed", "Error met", "Test run", "Command failed", "Acted on")
 SHARE = {"Files changed": 4, "Error met": 2, "Test run": 1, "Command failed": 1, "Files read": 2, "Acted on": 1}
 
 CREATED = " (created)"
+_DECODER = json.JSONDecoder()
+
+
+def _inline(text: str) -> str:
+    """An item as listed on a shared bullet: as it is, or as a JSON string when it holds the
+    separator, a line break or a leading quote (a path "notes, draft.md"), so that it reads back
+    whole."""
+    if ", " in text or "\n" in text or "\r" in text or text.startswith('"'):
+        return json.dumps(text, ensure_ascii=False)
+    return text
+
+
+def _split_inline(rest: str) -> list[str]:
+    """The items of a shared bullet, as ``_inline`` listed them (a section written before items
+    were quoted reads as it did: by the separator)."""
+    items: list[str] = []
+    at = 0
+    while True:
+        if rest.startswith('"', at):
+            try:
+                value, end = _DECODER.raw_decode(rest, at)
+            except ValueError:
+                value, end = None, at
+            if isinstance(value, str) and (end == len(rest) or rest.startswith(", ", end)):
+                items.append(value)
+                if end == len(rest):
+                    return items
+                at = end + 2
+                continue
+        cut = rest.find(", ", at)
+        if cut < 0:
+            items.append(rest[at:])
+            return items
+        items.append(rest[at:cut])
+        at = cut + 2
 
 
 def render_evidence(groups: dict[str, list[str]], budget: int, count: Callable[[str], int]) -> str:
@@ -55,6 +91,8 @@ def _admit(queues: dict[str, list[str]], chosen: dict[str, list[str]], admitted:
                     break
                 item = queues[g].pop(0)
                 label, text = _shown(g, item)
+                if g in INLINE:
+                    text = _inline(text)
                 cost = count(f"{text}, ") if label in labels and g in INLINE else count(f"- {label}: {text}\n")
                 if used + cost > budget:
                     queues[g] = []  # this group is full: the rest of it is older
@@ -85,7 +123,7 @@ def _render(chosen: dict[str, list[str]]) -> str:
             bullets: dict[str, list[str]] = {}
             for item in chosen[g]:
                 label, text = _shown(g, item)
-                bullets.setdefault(label, []).append(text)
+                bullets.setdefault(label, []).append(_inline(text))
             lines.extend(f"- {label}: " + ", ".join(texts) for label, texts in bullets.items())
         else:
             lines.extend(f"- {g}: {item}" for item in chosen[g])
@@ -100,11 +138,11 @@ def parse_evidence(body: str) -> dict[str, list[str]]:
             continue
         label, sep, rest = line[2:].partition(": ")
         if sep and label == "Files created":  # listed apart, held as files changed "(created)"
-            groups["Files changed"].extend(f"{path}{CREATED}" for path in rest.split(", "))
+            groups["Files changed"].extend(f"{path}{CREATED}" for path in _split_inline(rest))
             continue
         if not sep or label not in groups:
             continue
-        items = rest.split(", ") if label in INLINE else [rest]
+        items = _split_inline(rest) if label in INLINE else [rest]
         groups[label].extend(items)
     return {g: list(reversed(v)) for g, v in groups.items()}  # rendered most recent first
 
