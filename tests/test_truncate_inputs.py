@@ -153,3 +153,54 @@ def test_cutting_long_arguments_never_takes_the_reported_length_below_zero():
     assert res.inputs_truncated == 1
     assert res.length_after == estimated_message_length(new["messages"]) >= 0
     assert 0.0 <= res.reclaimed_fraction <= 1.0
+
+
+def _patches(n: int = 4) -> list[dict]:
+    patch = "*** Begin Patch\n*** Update File: src/a.py\n" + "+x = 1\n" * 200 + "*** End Patch"
+    messages: list[dict] = [{"role": "user", "content": "patch it"}]
+    for i in range(n):
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"p{i}", "type": "custom", "custom": {"name": "apply_patch", "input": patch}}]})
+        messages.append({"role": "tool", "tool_call_id": f"p{i}", "content": "Success. Updated: M src/a.py\n" * 20})
+    messages.append({"role": "assistant", "content": "done"})
+    return messages
+
+
+def _custom_inputs(record: dict) -> list[str]:
+    if "input" in record:  # Responses
+        return [it["input"] for it in record["input"] if it.get("type") == "custom_tool_call"]
+    return [c["custom"]["input"] for m in record["messages"] for c in (m.get("tool_calls") or ())
+            if c.get("type") == "custom"]
+
+
+def test_clear_tool_inputs_clears_a_custom_calls_input_in_chat_and_responses_and_restores_it(runner, tmp_path):
+    """--clear-tool-inputs replaced function arguments only: a cleared apply_patch result kept its
+    whole patch (most of a Codex session's tokens), in OpenAI chat and in a Responses request."""
+    chat = tmp_path / "chat.jsonl"
+    chat.write_bytes(orjson.dumps({"messages": _patches()}) + b"\n")
+    responses = tmp_path / "responses.jsonl"
+    res = runner.invoke(cli, ["convert", str(chat), "--to", "responses", "-q", "-o", str(responses)])
+    assert res.exit_code == 0, res.stderr
+    for src in (chat, responses):
+        out, back = tmp_path / f"{src.stem}.out.jsonl", tmp_path / f"{src.stem}.back.jsonl"
+        res = runner.invoke(cli, ["toolcall", "--keep", "1", "--clear-tool-inputs", str(src), "-o", str(out), "-q"])
+        assert res.exit_code == 0, res.stderr
+        inputs = _custom_inputs(orjson.loads(out.read_bytes()))
+        assert [len(i) < 100 and "p" + str(k) in i for k, i in enumerate(inputs[:3])] == [True] * 3, inputs
+        assert "+x = 1" in inputs[-1]  # the kept result's call stays whole
+        res = runner.invoke(cli, ["restore", str(out), "-o", str(back), "-q"])
+        assert res.exit_code == 0, res.stderr
+        assert back.read_bytes() == src.read_bytes()
+
+
+def test_a_custom_calls_output_converts_to_a_custom_tool_call_output(runner, tmp_path):
+    """The Responses API pairs a custom_tool_call with a custom_tool_call_output; convert wrote a
+    function_call_output for it."""
+    chat = tmp_path / "chat.jsonl"
+    chat.write_bytes(orjson.dumps({"messages": _patches(2)}) + b"\n")
+    out = tmp_path / "responses.jsonl"
+    res = runner.invoke(cli, ["convert", str(chat), "--to", "responses", "-q", "-o", str(out)])
+    assert res.exit_code == 0, res.stderr
+    kinds = [it["type"] for it in orjson.loads(out.read_bytes())["input"]]
+    assert kinds == ["message", "custom_tool_call", "custom_tool_call_output", "custom_tool_call",
+                     "custom_tool_call_output", "message"]

@@ -162,14 +162,16 @@ TIER1_CONTROLS: list[Slot] = [
                  help="Clear only when the placeholders free at least this many tokens; else the conversation is "
                       "left exactly as it was (NOTHING_TO_CONDENSE, reason clear_at_least)."),
     click.option("--clear-tool-inputs", is_flag=True, default=False,
-                 help="Also replace the arguments of the calls whose results are cleared (stored, restored exactly)."),
+                 help="Also replace the arguments (a custom tool's input, such as Codex's apply_patch patch) of "
+                      "the calls whose results are cleared (stored, restored exactly)."),
     click.option("--max-result-tokens", type=click.IntRange(min=1, max=MAX_INT), default=None, metavar="TOKENS",
                  help="Cut any other result over this many tokens, the kept ones included, to its placeholder with "
                       "its first and last lines (the original stored as always)."),
     click.option("--truncate-inputs", "truncate_inputs", type=click.IntRange(min=1, max=MAX_INT), default=None,
                  metavar="CHARS",
-                 help="Cut every argument value over CHARS characters of the calls whose results are old (cleared "
-                      "or not), so the call stays legible; the whole arguments are stored, restored exactly."),
+                 help="Cut every argument value (a custom tool's input) over CHARS characters of the calls whose "
+                      "results are old (cleared or not), so the call stays legible; the whole arguments are stored, "
+                      "restored exactly."),
     click.option("--images", "images", type=(click.Choice(["keep-last"]), click.IntRange(min=0, max=MAX_INT)),
                  default=None, metavar="keep-last N",
                  help="Keep the last N image parts (data-URL images, in any message); older ones become "

@@ -389,6 +389,7 @@ def plain_to_responses(plain: dict, notes: Notes) -> dict:
         start = 1
     for m in msgs:
         _note_dropped(m, "Responses", notes)
+    custom_ids: set[Any] = set()  # a custom tool call's output is a custom_tool_call_output item
     for m in msgs[start:]:
         role = m.get("role")
         if role in ("user", "system", "developer", "assistant"):
@@ -400,6 +401,7 @@ def plain_to_responses(plain: dict, notes: Notes) -> dict:
             for call in m.get("tool_calls") or ():
                 _note_call(call, "Responses", notes)
                 if call.get("type") == "custom" and isinstance(call.get("custom"), dict):
+                    custom_ids.add(call.get("id"))
                     items.append({"type": "custom_tool_call", "call_id": call.get("id"),
                                   "name": call["custom"].get("name"), "input": call["custom"].get("input", "")})
                 else:
@@ -408,7 +410,8 @@ def plain_to_responses(plain: dict, notes: Notes) -> dict:
                                   "arguments": fn.get("arguments", "")})
         elif role == "tool":
             c = m.get("content")
-            items.append({"type": "function_call_output", "call_id": m.get("tool_call_id"),
+            kind = "custom_tool_call_output" if m.get("tool_call_id") in custom_ids else "function_call_output"
+            items.append({"type": kind, "call_id": m.get("tool_call_id"),
                           "output": c if isinstance(c, str) else _responses_parts(c, "user", notes)
                           if c is not None else ""})
         else:
@@ -466,7 +469,8 @@ def check_carried(dump: dict, native: Any, to: str) -> list[str]:
     else:
         items = native["input"] if isinstance(native, dict) else native
         got_calls = [i.get("call_id") for i in items if i.get("type") in ("function_call", "custom_tool_call")]
-        got_results = [i.get("call_id") for i in items if i.get("type") == "function_call_output"]
+        got_results = [i.get("call_id") for i in items
+                       if i.get("type") in ("function_call_output", "custom_tool_call_output")]
     missing = [f"tool call {c}" for c in calls if c not in got_calls]
     missing += [f"tool result {r}" for r in results if r not in got_results]
     return missing

@@ -273,11 +273,12 @@ def message_items(m: dict) -> list[dict]:
     if calls:  # arguments --clear-tool-inputs cleared, or restore gave back
         by_id = {c.get("id"): (c.get("function") or {}).get("arguments") for c in calls if isinstance(c, dict)}
         for j, it in enumerate(items):
-            if item_type(it) == "function_call" and it.get("call_id") in by_id:
+            field = {"function_call": "arguments", "custom_tool_call": "input"}.get(item_type(it))
+            if field is not None and it.get("call_id") in by_id:
                 args = by_id[it["call_id"]]
-                if is_input_placeholder(args) or is_input_placeholder(it.get("arguments")) \
-                        or is_truncated_input(args) or is_truncated_input(it.get("arguments")):
-                    items[j] = {**it, "arguments": args}
+                if is_input_placeholder(args) or is_input_placeholder(it.get(field)) \
+                        or is_truncated_input(args) or is_truncated_input(it.get(field)):
+                    items[j] = {**it, field: args}
     return items
 
 

@@ -479,27 +479,31 @@ def _input_field(call: Any) -> tuple[str, str] | None:
             and isinstance(call["function"].get("arguments"), str):
         return "function", "arguments"
     if kind == "custom" and isinstance(call.get("custom"), dict) and isinstance(call["custom"].get("input"), str):
-        return "custom", "input"  # (a Responses request's custom call, read with a function part, stays whole)
+        return "custom", "input"
+    if kind == "custom" and isinstance(call.get("function"), dict) \
+            and isinstance(call["function"].get("arguments"), str):
+        return "function", "arguments"  # a Responses request's custom call: its input, read as a function's
     return None
 
 
 def _clear_input(messages: list[dict], at: tuple[int, int], key: str) -> tuple[str, str] | None:
-    """Replace the arguments of the call at ``at`` (in ``messages``, copying what it changes)
-    by the input placeholder naming ``key``; (original arguments, placeholder), or None when
-    they are not a function call's arguments text, are cleared already, or are shorter."""
+    """Replace the input text of the call at ``at`` (a function's arguments or a custom tool's
+    input; in ``messages``, copying what it changes) by the input placeholder naming ``key``;
+    (original text, placeholder), or None when there is no such text, it is cleared already,
+    or it is shorter."""
     mi, ci = at
     msg = messages[mi]
     call = msg["tool_calls"][ci]
-    fn = call.get("function")
-    if call.get("type", "function") != "function" or not isinstance(fn, dict) \
-            or not isinstance(fn.get("arguments"), str):
+    field = _input_field(call)
+    if field is None:
         return None
-    args = fn["arguments"]
+    part, name = field
+    args = call[part][name]
     marker = input_placeholder(key)
     if is_input_placeholder(args) or len(marker) >= len(args):
         return None
     new_calls = list(msg["tool_calls"])
-    new_calls[ci] = {**call, "function": {**fn, "arguments": marker}}
+    new_calls[ci] = {**call, part: {**call[part], name: marker}}
     messages[mi] = {**msg, "tool_calls": new_calls}
     return args, marker
 
