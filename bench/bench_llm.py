@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from llm import server as llm  # noqa: E402
 
-from compactor_cli.model.conversation import check_pairing  # noqa: E402
+from compactor_cli.model.checks import check_pairing  # noqa: E402
 from compactor_cli.tiers.cut import choose_cut_point  # noqa: E402
 from compactor_cli.tiers.toolcall import reclaim_tool_results  # noqa: E402
 

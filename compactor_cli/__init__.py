@@ -17,7 +17,7 @@ from .version import __version__
 #: command line pays only for what a command needs (``toolcall`` never loads a summariser).
 _LAZY = {
     "KNOWN_ROLES": "model.conversation", "ORIGINALS_KEY": "model.conversation", "Problem": "model.conversation",
-    "check_conversation": "model.conversation", "estimated_message_length": "model.conversation",
+    "check_conversation": "model.checks", "estimated_message_length": "model.conversation",
     "normalize_record": "model.conversation",
     "PLACEHOLDER_TEMPLATE": "tiers.toolcall", "ToolCallCompactResult": "tiers.toolcall",
     "extract_tool_result": "tiers.toolcall", "placeholder_for": "tiers.toolcall",

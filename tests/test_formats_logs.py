@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from compactor_cli import formats
 from compactor_cli.cli.convert import convert as convert_command
 from compactor_cli.errors import InvalidInputError
-from compactor_cli.model.conversation import check_conversation
+from compactor_cli.model.checks import check_conversation
 from compactor_cli.tiers.restore import restore_details
 from compactor_cli.tiers.summarize import summarize_dump
 from compactor_cli.tiers.toolcall import reclaim_tool_results

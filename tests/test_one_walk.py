@@ -13,11 +13,9 @@ from strategies import conversations
 
 from compactor_cli.files.exact import RISKY_NUMBER, risky_number
 from compactor_cli.formats.detect import _message_marks
+from compactor_cli.model.checks import check_conversation, check_messages_shape, check_pairing
 from compactor_cli.model.conversation import (
     begin_record,
-    check_conversation,
-    check_messages_shape,
-    check_pairing,
     end_record,
     estimated_message_length,
     prescan,

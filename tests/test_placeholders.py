@@ -15,7 +15,8 @@ from strategies import conversations
 
 from compactor_cli import reclaim_tool_results, restore_conversation
 from compactor_cli.cli import cli
-from compactor_cli.model.conversation import META_KEY, check_conversation, content_text
+from compactor_cli.model.checks import check_conversation
+from compactor_cli.model.conversation import META_KEY, content_text
 from compactor_cli.model.placeholders import TemplateError, parse_template
 from compactor_cli.tiers.store import is_input_placeholder, tool_slots
 

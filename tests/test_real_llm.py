@@ -21,7 +21,7 @@ from llm import server as llm
 from compactor_cli.backends.dialects import MAX_FIELD_CHARS, RESPONSE_FORMATS, response_format, window_of
 from compactor_cli.backends.openai_backend import ANTI_LOOP_PENALTY
 from compactor_cli.backends.sections import SECTIONS, parse_sections
-from compactor_cli.model.conversation import check_pairing
+from compactor_cli.model.checks import check_pairing
 
 pytestmark = [pytest.mark.real_llm, pytest.mark.slow]
 

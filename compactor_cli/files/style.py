@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..model.checks import style_problem
 from ..model.conversation import STYLE_FIELD as STYLE_FIELD
-from ..model.conversation import style_problem
 from .exact import json_exact
 
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)

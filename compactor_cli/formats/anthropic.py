@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from ..model.conversation import META_KEY, Problem, check_messages_shape, check_owned_keys
+from ..model.checks import check_messages_shape, check_owned_keys
+from ..model.conversation import META_KEY, Problem
 from ..model.placeholders import cleared_input, is_input_placeholder, is_truncated_input
 from .base import DUMP_KEY, MSG_KEY, Codec, fail, jdump, jload, type_name
 

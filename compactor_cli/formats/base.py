@@ -146,7 +146,7 @@ class Codec:
 
     def problems(self, dump: dict) -> list[Problem]:
         """Fatal shape errors first, then structural warnings (as check_conversation)."""
-        from ..model.conversation import check_conversation
+        from ..model.checks import check_conversation
 
         return check_conversation(dump)
 

@@ -38,7 +38,7 @@ def source_counts(path: str, fmt: str) -> tuple[int | None, int | None]:
 
 
 def survey(path: str, from_: str = "auto") -> dict[str, Any]:
-    from ..model.conversation import check_conversation
+    from ..model.checks import check_conversation
     from . import read_file
 
     row: dict[str, Any] = {"file": path, "format": None, "records": 0, "messages": 0, "calls": 0, "results": 0,

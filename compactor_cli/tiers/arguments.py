@@ -57,7 +57,7 @@ def conversation(value: Any, shape: bool = False) -> None:
         if type(m) is not dict:
             raise InvalidInputError(f"a message must be an object, got {type(m).__name__}", f"/messages/{i}")
     if shape:
-        from ..model.conversation import check_messages_shape, check_owned_keys
+        from ..model.checks import check_messages_shape, check_owned_keys
 
         dump = value if isinstance(value, dict) else {"messages": value}
         for problem in [*check_messages_shape(messages), *(check_owned_keys(dump) if len(dump) > 1 else ())]:

@@ -14,7 +14,8 @@ from typing import Any
 from ..errors import BackendError
 from ..evidence.harness import real_user_indices
 from ..formats.rules import adjust_cut, agent_compactions, forced_user, task_message, verbatim_allowed
-from ..model.conversation import ARCHIVE_KEY, COUNTER_KEY, ORIGINALS_KEY, check_pairing, content_text
+from ..model.checks import check_pairing
+from ..model.conversation import ARCHIVE_KEY, COUNTER_KEY, ORIGINALS_KEY, content_text
 from .options import DEFAULT_KEEP_RECENT
 from .store import head_tool_counts, read_aliases, summarised_away_ids
 

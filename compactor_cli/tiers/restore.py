@@ -3,7 +3,7 @@
 Restore undoes the summary rounds newest first — as long as the newest archived round is the
 conversation's latest summary (``compaction_counter.summary_rounds``; a later round by xun or a
 dropped round cannot be undone) — then puts back every stored original in place of its
-placeholder. Shapes are checked beforehand by ``conversation.check_conversation``.
+placeholder. Shapes are checked beforehand by ``checks.check_conversation``.
 The store it reads is described in store.py.
 """
 

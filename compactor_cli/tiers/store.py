@@ -87,7 +87,7 @@ def templated_results(dump: dict) -> dict[tuple[str, int], str]:
     """``(ID, occurrence) -> template text`` of the results cleared with a placeholder template
     of the user's own (``--placeholder``). Only these are read as such placeholders: a real
     result whose text merely looks like one is never taken for one. Malformed entries are
-    refused earlier, by conversation.check_owned_keys."""
+    refused earlier, by checks.check_owned_keys."""
     meta = dump.get(META_KEY)
     if not isinstance(meta, dict) or not meta.get(TEMPLATED_FIELD):
         return {}
