@@ -20,7 +20,7 @@ _LAZY = {
     "check_conversation": "model.checks", "estimated_message_length": "model.conversation",
     "normalize_record": "model.conversation",
     "PLACEHOLDER_TEMPLATE": "tiers.toolcall", "ToolCallCompactResult": "tiers.toolcall",
-    "extract_tool_result": "tiers.toolcall", "placeholder_for": "tiers.toolcall",
+    "extract_tool_result": "tiers.extract", "placeholder_for": "tiers.toolcall",
     "reclaim_tool_results": "tiers.toolcall", "restore_conversation": "tiers.restore",
     "restore_details": "tiers.restore",
     "load_conversations": "files.records", "choose_cut_point": "tiers.cut", "summarize_dump": "tiers.summarize",

@@ -28,24 +28,21 @@ from ..model.conversation import (
     prescan,
 )
 from ..model.placeholders import PlaceholderTemplate, template
+from .extract import extract_tool_result
 from .options import DEFAULT_KEEP
 from .preview import PREVIEW_CHARS, capped_template, preview_source, result_preview
 from .store import (
     KeyAllocator,
     answered_calls,
-    find_stored,
     head_tool_counts,
-    input_placeholder,
-    is_input_placeholder,
     is_placeholder_of,
     originals_key,
     read_aliases,
-    slot_key,
     templated_results,
-    tool_slots,
     with_aliases,
     with_templated,
 )
+from .tool_inputs import clear_input, truncate_old_inputs
 
 __all__ = [
     "DEFAULT_KEEP",
@@ -341,7 +338,7 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
         elif i not in old_set:
             result.capped_count += 1  # a kept result over max_result_tokens: its preview stays
         elif clear_tool_inputs and i in calls and key not in stored_inputs:  # a key in use is never reused
-            cleared = _clear_input(new_messages, calls[i], key)
+            cleared = clear_input(new_messages, calls[i], key)
             if cleared is not None:
                 original_args, marker = cleared
                 if keep_originals:
@@ -352,8 +349,8 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
         result.compacted_indices.append(i)
     if truncate_inputs is not None and old:
         aliases = keys.aliases if keys is not None else read_aliases(dump)  # the keys restore will read
-        _truncate_old_inputs(new_messages, old, calls, truncate_inputs, stored_inputs, inputs,
-                             keep_originals, occurrence, aliases, result)
+        result.inputs_truncated += truncate_old_inputs(new_messages, old, calls, truncate_inputs, stored_inputs,
+                                                       inputs, keep_originals, occurrence, aliases)
     media_store: dict[str, Any] = {}
     if media:
         from .media import clear_media, stored_parts
@@ -432,82 +429,6 @@ def _call_name(messages: list[dict], at: tuple[int, int]) -> str | None:
     return call_name(messages[at[0]]["tool_calls"][at[1]])
 
 
-def _truncate_old_inputs(messages: list[dict], old: list[int], calls: dict[int, tuple[int, int]], limit: int,
-                         stored_inputs: dict, inputs: dict[str, Any], keep_originals: bool,
-                         occurrence: dict[int, int], aliases: dict[tuple[str, int], str | None],
-                         result: ToolCallCompactResult) -> None:
-    """Cut the long arguments of the calls the ``old`` results answer (in ``messages``, copying
-    what it changes), storing the originals in ``inputs``."""
-    from ..model.placeholders import is_truncated_input, truncated_arguments
-
-    for i in old:
-        cid = messages[i].get("tool_call_id")
-        if i not in calls or not isinstance(cid, str):
-            continue
-        k = occurrence.get(i, 1)
-        key = aliases.get((cid, k), originals_key(cid, k))
-        if key is None:
-            continue
-        mi, ci = calls[i]
-        msg = messages[mi]
-        call = msg["tool_calls"][ci]
-        field = _input_field(call)
-        if key in stored_inputs or key in inputs or field is None:
-            continue  # a key in use is never reused; only a call's arguments or custom input text is cut
-        part, name = field
-        args = call[part][name]
-        if is_input_placeholder(args) or is_truncated_input(args):
-            continue
-        cut = truncated_arguments(args, limit, key)
-        if cut is None:
-            continue
-        new_calls = list(msg["tool_calls"])
-        new_calls[ci] = {**call, part: {**call[part], name: cut}}
-        messages[mi] = {**msg, "tool_calls": new_calls}
-        if keep_originals:
-            inputs[key] = args
-        result.inputs_truncated += 1
-
-
-def _input_field(call: Any) -> tuple[str, str] | None:
-    """Where a call's input text is: a function call's ``function.arguments``, or a custom tool
-    call's ``custom.input`` (Codex's apply_patch: its patch). None for anything else."""
-    if not isinstance(call, dict):
-        return None
-    kind = call.get("type", "function")
-    if kind == "function" and isinstance(call.get("function"), dict) \
-            and isinstance(call["function"].get("arguments"), str):
-        return "function", "arguments"
-    if kind == "custom" and isinstance(call.get("custom"), dict) and isinstance(call["custom"].get("input"), str):
-        return "custom", "input"
-    if kind == "custom" and isinstance(call.get("function"), dict) \
-            and isinstance(call["function"].get("arguments"), str):
-        return "function", "arguments"  # a Responses request's custom call: its input, read as a function's
-    return None
-
-
-def _clear_input(messages: list[dict], at: tuple[int, int], key: str) -> tuple[str, str] | None:
-    """Replace the input text of the call at ``at`` (a function's arguments or a custom tool's
-    input; in ``messages``, copying what it changes) by the input placeholder naming ``key``;
-    (original text, placeholder), or None when there is no such text, it is cleared already,
-    or it is shorter."""
-    mi, ci = at
-    msg = messages[mi]
-    call = msg["tool_calls"][ci]
-    field = _input_field(call)
-    if field is None:
-        return None
-    part, name = field
-    args = call[part][name]
-    marker = input_placeholder(key)
-    if is_input_placeholder(args) or len(marker) >= len(args):
-        return None
-    new_calls = list(msg["tool_calls"])
-    new_calls[ci] = {**call, part: {**call[part], name: marker}}
-    messages[mi] = {**msg, "tool_calls": new_calls}
-    return args, marker
-
-
 def _occurrences(messages: list[dict], offsets: dict[str, int]) -> dict[int, int]:
     """Message index -> occurrence among results with its ID, only where it is not the first
     (the common case, no reused IDs, builds nothing)."""
@@ -523,47 +444,3 @@ def _occurrences(messages: list[dict], offsets: dict[str, int]) -> dict[int, int
     return out
 
 
-def extract_tool_result(dump: dict, tool_call_id: str, occurrence: int | None = None) -> tuple[Any, int]:
-    """The original content of a compacted result, and how many compacted results share the ID.
-
-    With a repeated ID and no ``occurrence``, the first (oldest) stored result with that ID is
-    returned, as a plain ``compacted_tool_results[ID]`` look-up (what xun's extract tool does)
-    gives; an original stored by xun for a result no longer in the conversation is found by
-    that look-up too."""
-    originals = dump.get(ORIGINALS_KEY) or {}
-    found = find_stored(dump, tool_call_id)
-    if not found and occurrence is None:
-        keyed = _by_key(dump, tool_call_id)  # the key a placeholder names for a reused ID: ID#k
-        if keyed is not None:
-            return originals[keyed], 1
-    if occurrence is None:
-        if found:
-            return originals[found[0][1]], len(found)
-        if tool_call_id in originals and _unclaimed(dump, tool_call_id):
-            return originals[tool_call_id], 1
-    else:
-        for k, key in found:
-            if k == occurrence:
-                return originals[key], len(found)
-    which = f" (occurrence {occurrence})" if occurrence else ""
-    raise InvalidInputError(f"no compacted tool result with ID {tool_call_id!r}{which}")
-
-
-def _by_key(dump: dict, key: str) -> str | None:
-    """``key`` when it is the store key of a compacted result (``ID#2``, an alias), else None."""
-    if key not in (dump.get(ORIGINALS_KEY) or {}):
-        return None
-    aliases = read_aliases(dump)
-    for slot in tool_slots(dump):
-        if slot_key(slot, aliases) == key and (slot.message is None or slot.is_placeholder):
-            return key
-    return None
-
-
-def _unclaimed(dump: dict, key: str) -> bool:
-    """True when no result of the conversation (nor any alias) uses ``key``: an original stored
-    by xun under the plain ID for a result its summary removed."""
-    aliases = read_aliases(dump)
-    if key in aliases.values():
-        return False
-    return all(slot_key(s, aliases) != key and originals_key(s.cid, s.occurrence) != key for s in tool_slots(dump))
