@@ -29,3 +29,9 @@ class OutputError(XCompactError):
 
 class BackendError(XCompactError):
     """A summariser backend failed (server error, bad answer, timeout)."""
+
+
+class UnusableAnswerError(BackendError):
+    """The model answered, but its answer is no usable summary even after a repair turn (cut off,
+    malformed, sections missing, over the budget): ``summarize`` writes the offline sections of
+    the same head instead and says so, where a server that does not answer fails the record."""

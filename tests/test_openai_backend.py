@@ -18,6 +18,7 @@ from openai_runs import SECRET, run, write_convs
 from compactor_cli.backends import SummaryRequest
 from compactor_cli.backends.extractive import ExtractiveBackend
 from compactor_cli.backends.openai_backend import OpenAIBackend, OpenAIOptions
+from compactor_cli.backends.sections import SECTIONS, parse_sections
 from compactor_cli.cli import cli
 from compactor_cli.model.tokens import TokenCounter
 from compactor_cli.tiers.cut import compaction_note
@@ -80,8 +81,6 @@ def test_failures_leave_the_conversation_exactly_as_it_was(runner, tmp_path):
         "500": (lambda req: Reply(status=500, headers={"retry-after": "0"}, error="boom"), "server error 500"),
         "malformed": (lambda req: Reply(body=b"{not json", headers={"retry-after": "0"}), "malformed answer"),
         "empty": (lambda req: Reply(content=""), "empty summary"),
-        "sections": (lambda req: Reply(content="## overview\nonly one section"), "lacks the sections"),
-        "error text": (lambda req: Reply(content="I'm sorry, I cannot help with that."), "lacks the sections"),
     }
     for name, (handler, reason) in cases.items():
         src, _ = write_convs(tmp_path, name=f"{name}.jsonl")
@@ -92,6 +91,28 @@ def test_failures_leave_the_conversation_exactly_as_it_was(runner, tmp_path):
         assert item["status"] == "SUMMARIZE_FAILED" and reason in item["error"], (name, item)
         assert out.read_bytes() == orjson.dumps(orjson.loads(src.read_bytes())) + b"\n", name
         assert f"error: {src}:1: " in res.stderr and "Traceback" not in res.stderr
+
+
+def test_an_answer_still_unusable_after_the_repair_turn_gives_the_offline_sections(runner, tmp_path):
+    """A model that answers, but with no usable summary even after the repair turn (sections
+    missing, a refusal), gets the extractive sections of the same head written instead, never its
+    text: SUMMARIZED, exit 0, the item's fallback and self_check and a warning on stderr say so."""
+    cases = {"sections": lambda req: Reply(content="## overview\nonly one section"),
+             "error text": lambda req: Reply(content="I'm sorry, I cannot help with that.")}
+    for name, handler in cases.items():
+        src, _ = write_convs(tmp_path, name=f"{name}.jsonl")
+        with ChatServer(handler) as server:
+            res, out, doc = run(runner, server, src, tmp_path, "--retries", "1")
+        assert res.exit_code == 0, (name, res.stderr)
+        item = doc["items"][0]
+        assert item["status"] == "SUMMARIZED" and item["fallback"] == "extractive", (name, item)
+        assert "lacks the sections" in item["self_check"] and "(after a repair turn)" in item["self_check"]
+        assert item["model_calls"] == 2 and item["repaired"] is True
+        summary = orjson.loads(out.read_bytes())["messages"][0]["content"]
+        assert "I'm sorry" not in summary and "only one section" not in summary
+        assert list(parse_sections(summary.split("\n\n[Compaction note")[0].split("\n\n## evidence")[0])) \
+            == list(SECTIONS)
+        assert "the extractive sections were written instead" in res.stderr and "Traceback" not in res.stderr
 
 
 def test_over_budget_is_repaired_once_in_the_same_chat(runner, tmp_path):
@@ -109,9 +130,10 @@ def test_over_budget_is_repaired_once_in_the_same_chat(runner, tmp_path):
     assert f"tokens, over the limit of {limit}" in repair["messages"][3]["content"]
     with ChatServer(lambda req: Reply(content=summary_text(filler_words=400))) as server:
         res, out, doc = run(runner, server, src, tmp_path, *budget_args)
-    item = doc["items"][0]
-    assert item["status"] == "SUMMARIZE_FAILED" and f"over the limit of {limit} (after a repair turn)" in item["error"]
-    assert len(server.requests) == 2 and out.read_bytes() == src.read_bytes()
+    item = doc["items"][0]  # still over after the repair turn: the offline sections instead
+    assert item["status"] == "SUMMARIZED" and item["fallback"] == "extractive"
+    assert f"over the limit of {limit} (after a repair turn)" in item["self_check"]
+    assert len(server.requests) == 2 and item["summary_tokens"] <= int(budget)
 
 
 def test_timeout_is_retried_then_fails(runner, tmp_path):

@@ -164,7 +164,8 @@ def test_an_explicit_refused_dialect_is_not_retried_and_the_run_stops_early(mode
 
 def test_markdown_answers_of_the_real_model_are_valid_or_leave_the_input(model_server, tmp_path):
     """--structured markdown: the 0.5B model drops or repeats sections at times; whatever it
-    writes, a record is either a valid summary within budget or byte for byte the input."""
+    writes, a record is a valid summary within budget (the model's, or the offline sections when its
+    answer could not be used even after the repair turn, which the item says)."""
     src, out, report = tmp_path / "in.jsonl", tmp_path / "out.jsonl", tmp_path / "report.json"
     src.write_bytes(tau(5))
     before = len(posts(model_server))
@@ -175,13 +176,12 @@ def test_markdown_answers_of_the_real_model_are_valid_or_leave_the_input(model_s
     # the answer, once more with the anti-loop penalty if it ran to the token limit, and at most
     # one repair turn
     assert item["model_calls"] in (1, 2, 3)
-    if item["status"] == "SUMMARIZED":
-        assert item["summary_tokens"] <= 300 and res.returncode == 0
-        dump = orjson.loads(out.read_bytes())
-        assert not [p for p in check_pairing(dump["messages"]) if "used again" not in p.message]
-    else:
-        assert item["status"] == "SUMMARIZE_FAILED" and "(after a repair turn)" in item["error"]
-        assert out.read_bytes() == src.read_bytes()
+    assert item["status"] == "SUMMARIZED", item
+    assert item["summary_tokens"] <= 300 and res.returncode == 0
+    dump = orjson.loads(out.read_bytes())
+    assert not [p for p in check_pairing(dump["messages"]) if "used again" not in p.message]
+    if "could not be used" in item.get("self_check", ""):
+        assert item["fallback"] == "extractive" and "(after a repair turn)" in item["self_check"]
 
 
 def test_the_window_a_real_server_names_is_read(check_server):

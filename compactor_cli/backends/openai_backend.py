@@ -35,7 +35,7 @@ from typing import Any
 
 import orjson
 
-from ..errors import BackendError, UsageError
+from ..errors import BackendError, UnusableAnswerError, UsageError
 from ..model.context_windows import context_window
 from ..model.exact_numbers import orjson_default
 from ..model.secrets import collect_secrets, contains_secret, mask_credentials, mask_secrets, redact_url
@@ -428,6 +428,9 @@ class OpenAIBackend(RepairTurns):
         except UsageError as exc:  # a learnt context window too small for the prompt and summary
             self._stopped = self._stopped or self._mask(str(exc))
             error = BackendError(self._mask(str(exc)))
+        except UnusableAnswerError as exc:  # the server answered: no failure of the server's to count
+            error = UnusableAnswerError(self._mask(str(exc)))
+            self._failure = None
         except BackendError as exc:
             error = BackendError(self._mask(str(exc)))
             self._count_failure(str(error))

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from ..errors import BackendError
+from ..errors import UnusableAnswerError
 from .dialects import field_cap, is_json_mode
 from .salvage import drop_last_unit, read_bounded
 from .sections import SECTIONS, Reading, describe_problems, read_answer, render_sections, strip_thinking
@@ -170,7 +170,7 @@ class RepairTurns:
                         [s for s in SECTIONS if s not in sections], [], "json", None, list(sections))
         problems = self._problems(final, None, max_tokens)
         if problems:
-            raise BackendError("; ".join(problems) + " (after a repair turn)")
+            raise UnusableAnswerError("; ".join(problems) + " (after a repair turn)")
         return final.sections
 
     async def _settle(self, ex: Exchange, system: str, max_tokens: int, out_tokens: int, mode: str,
@@ -199,7 +199,7 @@ class RepairTurns:
         if problems and cut:
             problems.insert(0, "the repair answer was cut off at the token limit")
         if problems:
-            raise BackendError("; ".join(problems) + " (after a repair turn)")
+            raise UnusableAnswerError("; ".join(problems) + " (after a repair turn)")
         return merged.sections
 
     async def _merge(self, partials: list[Exchange], system: str, budget: int, out_tokens: int, mode: str,

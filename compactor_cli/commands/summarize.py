@@ -16,7 +16,9 @@ class Summarize(Command):
 
     The summary has eight sections (system_context, overview, key_facts, user_preferences,
     decisions, pending_tasks, open_questions, tone_context) within --max-summary-tokens. On
-    any failure the conversation is left exactly as it was (SUMMARIZE_FAILED).
+    a model's answer still unusable after a repair turn, the offline sections are written
+    instead (the report says so); on any other failure the conversation is left exactly as it
+    was (SUMMARIZE_FAILED).
 
     \b
     Example:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..backends import Backend, SummaryRequest
+from ..backends import Answer, Backend, SummaryRequest
 from ..backends.config import BackendConfig
 from ..backends.factory import make_backend
 from ..backends.sections import canonical_summary, split_evidence, with_evidence
-from ..errors import BackendError
+from ..errors import BackendError, UnusableAnswerError
 from ..evidence.extract import evidence_of, project_root
 from ..evidence.section import merged_groups, parse_evidence, render_evidence
 from ..model.conversation import COUNTER_KEY, content_text
@@ -93,31 +93,38 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
             usage[key] = usage.get(key, 0) + value
 
     try:
-        answer = await backend.summarize(request)
-        calls += answer.calls
-        used(getattr(answer, "usage", None))
-        repaired = answer.repaired
-        summary = canonical_summary(answer.text)
-        n = counter.text(summary)
-        if n > budget:  # a backend that does not keep the budget itself (both built-in ones do)
-            answer = await backend.summarize(SummaryRequest(request.head, request.system_text, request.max_tokens,
-                                                            previous_tokens=n))
+        try:
+            answer = await backend.summarize(request)
             calls += answer.calls
             used(getattr(answer, "usage", None))
-            repaired = repaired or answer.repaired
+            repaired = answer.repaired
             summary = canonical_summary(answer.text)
             n = counter.text(summary)
-            if n > budget:
-                raise BackendError(f"the summary has {n} tokens, over the limit of {budget} "
-                                   "even after a retry asking for a shorter one")
-        repeated = repeated_sections(summary) if backend.name != "extractive" else []
-        if repeated:  # not a summary: the offline sections of the same head instead, and the item says so
-            from ..backends.extractive import ExtractiveBackend
-
-            summary = canonical_summary(ExtractiveBackend(counter.text).summarize_sync(request))
-            fields["self_check"] = (f"the sections {', '.join(repeated)} repeat one another: "
-                                    "the extractive sections were written instead")
-            fields["fallback"] = "extractive"
+            if n > budget:  # a backend that does not keep the budget itself (both built-in ones do)
+                answer = await backend.summarize(SummaryRequest(request.head, request.system_text,
+                                                                request.max_tokens, previous_tokens=n))
+                calls += answer.calls
+                used(getattr(answer, "usage", None))
+                repaired = repaired or answer.repaired
+                summary = canonical_summary(answer.text)
+                n = counter.text(summary)
+                if n > budget:
+                    raise UnusableAnswerError(f"the summary has {n} tokens, over the limit of {budget} "
+                                              "even after a retry asking for a shorter one")
+            repeated = repeated_sections(summary) if backend.name != "extractive" else []
+            if repeated:  # not a summary: the offline sections of the same head instead, and the item says so
+                summary = _offline_sections(request, counter, fields, f"the sections {', '.join(repeated)} "
+                                                                      "repeat one another")
+        except UnusableAnswerError as exc:
+            if backend.name == "extractive":
+                raise
+            # the model answered, but nothing usable even after a repair turn: the offline sections
+            # of the same head (the task, the user's words and the evidence never depended on it)
+            calls += getattr(exc, "calls", 0)
+            used(getattr(exc, "usage", None))
+            repaired = repaired or getattr(exc, "repaired", False)
+            answer = Answer("", cached=False)
+            summary = _offline_sections(request, counter, fields, f"the model's answer could not be used ({exc})")
         summary = with_evidence(summary, body)
         n = counter.text(summary)
         if n > total_budget:  # token merges across the join (never more than a few)
@@ -152,6 +159,17 @@ async def summarize_conversation(dump: dict, opts: SummarizeOptions, backend: Ba
     if answer.structured:
         fields["structured"] = answer.structured  # how the model answered: json (response_format) or markdown
     return new, Status.SUMMARIZED, fields
+
+
+def _offline_sections(request: SummaryRequest, counter: TokenCounter, fields: dict[str, Any], why: str) -> str:
+    """The extractive sections of the head a model's answer could not be used for; the item and
+    a warning on stderr say so (``fallback``, ``self_check``)."""
+    from ..backends.extractive import ExtractiveBackend
+
+    fields["self_check"] = f"{why}: the extractive sections were written instead"
+    fields["fallback"] = "extractive"
+    fields["warning"] = f"{why}: the extractive sections were written instead (--backend extractive)"
+    return canonical_summary(ExtractiveBackend(counter.text).summarize_sync(request))
 
 
 def make_summarize_transform(opts: SummarizeOptions | None, config: BackendConfig | None, counter: TokenCounter):
