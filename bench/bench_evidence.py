@@ -215,8 +215,13 @@ def main() -> None:
             for name, convs in sets.items():
                 model[name] = model_outputs(convs, args.llm, server.base_url if server else None,
                                             os.path.join(work, slug[name]), args.llm_smallest)
-                done = sum(it["status"] == "SUMMARIZED" for _, it in model[name].values())
-                print(f"{name}: the model summarised {done} of {len(model[name])}", file=sys.stderr, flush=True)
+                items = [it for _, it in model[name].values()]
+                done = sum(it["status"] == "SUMMARIZED" for it in items)
+                own = sum(it["status"] == "SUMMARIZED" and "fallback" not in it for it in items)
+                print(f"{name}: summarised {done} of {len(items)} runs with a head: {own} with the model's own "
+                      f"sections, {done - own} with the offline sections after its answer could not be used "
+                      f"({'; '.join(it.get('self_check', '') for it in items if 'fallback' in it) or '-'})",
+                      file=sys.stderr, flush=True)
     methods = METHODS + (("tier2-model",) if args.llm else ())
     everything: dict[str, list[dict]] = {}
     print("retention of probes from the part any method replaced (compactor_cli.evidence.evaluate, as xcompact eval); "

@@ -222,18 +222,20 @@ def shapes_table(shapes: list[str], size_mb: float, repeat: int, tmp: str, token
                   + " | ".join(cells[k]) + " |", flush=True)
 
 
-def tier2_table(shapes: list[str], repeat: int, tmp: str, trees: list[str | None] | None = None) -> None:
-    """Tier 2 with the extractive summariser (``summarize``, its defaults: tokens counted) on one
-    copy of each real shape (distinct conversations: repeated lines would let the per-run memos
-    of texts flatter it), beside tier 1 with tokens on the same file. MB/s per core is the
-    file's size over the run's CPU seconds (start-up included)."""
+def tier2_table(shapes: list[str], repeat: int, tmp: str, trees: list[str | None] | None = None,
+                size_mb: float = 16) -> None:
+    """Tier 2 with the extractive summariser (``summarize``, its defaults: tokens counted) on each
+    real shape's lines repeated to ``size_mb`` (past the 4 MiB under which ``-j`` runs one
+    process), beside tier 1 with tokens on the same file. MB/s per core is the file's size over
+    the run's CPU seconds (start-up included). The repeated lines let the token memo count each
+    distinct text once, as on the shapes table; the summariser's own work is per record."""
     global TREE
     trees = trees or [TREE]
     out = os.path.join(tmp, "out.jsonl")
     print("\n| shape | tree | MB | records | floor wall/cpu | toolcall -j 1 | summarize -j 1 | MB/s per core | "
           "summarize -j 2 | speed-up |\n" + "|---" * 10 + "|", flush=True)
     for shape in shapes:
-        src = dataset(32) if shape == "gen" else shape_source(shape)
+        src = shape_dataset(shape, size_mb)
         if src is None:
             print(f"| {shape} | (no data) |")
             continue
