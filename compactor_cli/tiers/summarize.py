@@ -166,9 +166,8 @@ def _offline_sections(request: SummaryRequest, counter: TokenCounter, fields: di
     a warning on stderr say so (``fallback``, ``self_check``)."""
     from ..backends.extractive import ExtractiveBackend
 
-    fields["self_check"] = f"{why}: the extractive sections were written instead"
+    fields["self_check"] = fields["warning"] = f"{why}: the extractive sections were written instead"
     fields["fallback"] = "extractive"
-    fields["warning"] = f"{why}: the extractive sections were written instead (--backend extractive)"
     return canonical_summary(ExtractiveBackend(counter.text).summarize_sync(request))
 
 
