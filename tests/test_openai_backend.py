@@ -115,6 +115,24 @@ def test_an_answer_still_unusable_after_the_repair_turn_gives_the_offline_sectio
         assert "the extractive sections were written instead" in res.stderr and "Traceback" not in res.stderr
 
 
+def test_compact_records_a_rounds_fallback_to_the_offline_sections(runner, tmp_path):
+    """compact's tier-2 round with a model whose answer cannot be used: the round entry says
+    fallback extractive and why, and stderr warns, as summarize's item does."""
+    src, _ = write_convs(tmp_path)
+    out, report = tmp_path / "out.jsonl", tmp_path / "report.json"
+    with ChatServer(lambda req: Reply(content="I'm sorry, I cannot help with that.")) as server:
+        res = runner.invoke(cli, ["compact", "--backend", "openai", "--base-url", server.base_url,
+                                  "--summary-model", "m", "--no-cache", "--retries", "0", "--token-threshold", "1000",
+                                  str(src), "-o", str(out), "--report", str(report)])
+    assert res.exit_code in (0, 1), res.stderr
+    (item,) = orjson.loads(report.read_bytes())["items"]
+    (summary_round,) = [r for r in item["rounds"] if r["tier"] == 2 and r["status"] == "SUMMARIZED"][:1]
+    assert summary_round["fallback"] == "extractive", summary_round
+    assert "could not be used" in summary_round["self_check"] and "(after a repair turn)" in summary_round["self_check"]
+    assert "the extractive sections were written instead" in res.stderr
+    assert "I'm sorry" not in out.read_text()
+
+
 def test_over_budget_is_repaired_once_in_the_same_chat(runner, tmp_path):
     src, _ = write_convs(tmp_path)
     replies = [Reply(content=summary_text(filler_words=400)), Reply(content=summary_text())]

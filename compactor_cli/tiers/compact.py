@@ -150,6 +150,9 @@ async def _apply_policy(dump: dict, policy: Policy, backend: Backend | None, cou
             entry.update(summarized_count=sfields["summarized_count"], estimate=estimate)
             fields.setdefault("backend", sfields.get("backend"))
             fields.setdefault("model", sfields.get("model"))
+            if "fallback" in sfields:  # the model's sections could not be used: the round says so, and stderr
+                entry.update(fallback=sfields["fallback"], self_check=sfields.get("self_check"))
+                fields["warning"] = sfields.get("warning")
         elif sfields.get("reason_kind") == NotSmallerError.kind:
             entry["reason"] = sfields.get("reason")  # a smaller keep_recent can do better: next round
             entry["reason_kind"] = NotSmallerError.kind
