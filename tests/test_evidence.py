@@ -278,6 +278,8 @@ def test_codex_apply_patch_custom_calls_are_counted_summarised_and_drawn(runner,
     assert "specs/005-orchestrator-architecture/tasks.md" in created.split(": ", 1)[1].split(", ")
     res = runner.invoke(cli, ["show", str(CODEX)])
     assert res.exit_code == 0 and "-> apply_patch(*** Begin Patch" in res.stdout and "?()" not in res.stdout
+    # the patch's lines stay indented inside the message's block, not at the left margin
+    assert "\n       *** Update File:" in res.stdout or "\n       *** Add File:" in res.stdout
 
 
 # ---------------------------------------------------------------- rounds, budgets, compact

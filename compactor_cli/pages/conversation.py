@@ -240,8 +240,9 @@ def _text_block(m: ShownMessage, width: int) -> str:
         body.append(f"    (the system prompt above the summary, kept verbatim: {len(m.prompt):,} characters)")
     if m.text:
         body += ["    " + line for line in m.text.splitlines()]
-    for call in m.calls:
-        body.append(f"    -> {call.name}({call.arguments}) [{call.id}]")
+    for call in m.calls:  # a multi-line input (a custom tool's patch) stays inside the message's block
+        first, *rest = f"-> {call.name}({call.arguments}) [{call.id}]".splitlines() or [""]
+        body += ["    " + first] + ["       " + line for line in rest]
     return "\n".join(body)
 
 
