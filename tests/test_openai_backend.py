@@ -182,6 +182,25 @@ def test_a_huge_head_fits_a_small_context_window_by_chunks(runner, tmp_path):
     assert res.stderr.count("the server's context window is 8000 tokens") == 1
 
 
+def test_conversations_in_flight_when_the_window_is_learnt_are_chunked_to_it_too(runner, tmp_path):
+    """With two conversations in flight, both first requests are built for the input budget (the
+    second then waits while the first settles the server's dialect); the second refusal comes after
+    the first taught the run the window, and that conversation must be chunked to it too, not
+    failed (a held-out mini-swe-agent run failed so against the real server: "maximum context
+    length is 8192 tokens. However, you requested 27298 tokens")."""
+    convs = []
+    for i in range(2):
+        c = long_conv(rounds=40, size=3000)
+        c["messages"][1]["content"] += f" (conversation {i})"
+        convs.append(c)
+    src = tmp_path / "two.jsonl"
+    src.write_bytes(b"".join(orjson.dumps(c) + b"\n" for c in convs))
+    with ChatServer(context_window=8000, latency=0.3) as server:
+        res, out, doc = run(runner, server, src, tmp_path, "--concurrency", "2", "--summary-input-tokens", "100000")
+    assert [i["status"] for i in doc["items"]] == ["SUMMARIZED", "SUMMARIZED"], [i.get("error") for i in doc["items"]]
+    assert res.stderr.count("the server's context window is 8000 tokens") == 1
+
+
 def test_api_key_never_appears(runner, tmp_path):
     src, _ = write_convs(tmp_path)
     leak = lambda req: Reply(status=401, error=f"Incorrect API key provided: {SECRET}")  # noqa: E731

@@ -288,7 +288,8 @@ class OpenAIBackend(RepairTurns):
             except openai.APIStatusError as exc:
                 reason, wait = self._describe(exc), _retry_after(exc)
                 window = window_of(reason) if CONTEXT_ERROR.search(reason) else None
-                if window is not None and window < self.input_tokens:
+                if window is not None and (window < self.input_tokens or self._built_larger(messages, max_tokens,
+                                                                                             window)):
                     raise _Window(window) from None
                 if (is_json_mode(mode) and exc.status_code in REJECT_STATUSES and NAMES_FORMAT.search(reason)
                         and not CONTEXT_ERROR.search(reason)):
@@ -355,6 +356,13 @@ class OpenAIBackend(RepairTurns):
             self._mode = target
             self.warnings.append(f"the server answered without honouring response_format {mode}; --structured auto "
                                  f"asks for {target} for the rest of this run")
+
+    def _built_larger(self, messages: list[dict[str, Any]], max_tokens: int, window: int) -> bool:
+        """Was this request built for more than ``window``, by our own count? Then it was built
+        before another conversation of the run taught it the window (the request waited for the
+        server's dialect to be settled meanwhile): it is chunked again, not failed. A request our
+        count says fits is the server counting otherwise: that one fails as it is."""
+        return sum(self.count(str(m.get("content") or "")) for m in messages) + max_tokens > window
 
     def _learn_window(self, tokens: int) -> None:
         """The server named a context window smaller than the input budget: chunk to it."""
