@@ -179,6 +179,14 @@ def distinct_encode_seconds(path: str) -> float:
     return time.perf_counter() - t
 
 
+def _records_and_floor(src: str, repeat: int, out: str) -> tuple[int, float, float]:
+    """The file's record count and its floor, best of ``repeat``: wall and CPU seconds."""
+    with open(src, "rb") as fh:
+        records = sum(1 for _ in fh)
+    floors = [_floor_cpu(src, out) for _ in range(repeat)]
+    return records, min(w for w, _ in floors), min(c for _, c in floors)
+
+
 def shapes_table(shapes: list[str], size_mb: float, repeat: int, tmp: str, tokens: bool = True,
                  trees: list[str | None] | None = None) -> None:
     """One row per real shape (and per source tree): floor, tier 1 -j 1 and -j 2, without and
@@ -197,10 +205,7 @@ def shapes_table(shapes: list[str], size_mb: float, repeat: int, tmp: str, token
             print(f"| {shape} | (no data) |")
             continue
         mib = os.path.getsize(src) / 2**20
-        with open(src, "rb") as fh:
-            records = sum(1 for _ in fh)
-        floors = [_floor_cpu(src, out) for _ in range(repeat)]
-        floor, floor_cpu = min(w for w, _ in floors), min(c for _, c in floors)
+        records, floor, floor_cpu = _records_and_floor(src, repeat, out)
         cells: dict[int, list[str]] = {k: [] for k in range(len(trees))}
         for flags in (["--no-tokens"], []) if tokens else (["--no-tokens"],):
             runs: dict[tuple[int, str], list[tuple[float, float]]] = {}
@@ -240,10 +245,7 @@ def tier2_table(shapes: list[str], repeat: int, tmp: str, trees: list[str | None
             print(f"| {shape} | (no data) |")
             continue
         mb = os.path.getsize(src) / 1e6
-        with open(src, "rb") as fh:
-            records = sum(1 for _ in fh)
-        floors = [_floor_cpu(src, out) for _ in range(repeat)]
-        floor, floor_cpu = min(w for w, _ in floors), min(c for _, c in floors)
+        records, floor, floor_cpu = _records_and_floor(src, repeat, out)
         runs: dict[tuple[int, str], list[tuple[float, float]]] = {}
         for _ in range(repeat):
             for k, tree in enumerate(trees):
