@@ -10,6 +10,7 @@ import os
 import re
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,13 +37,28 @@ def plain_facts(text: str) -> list[tuple[int, int, str]]:
 PIECES = ["a", "b", "f", "x", "Z", "AB", "Q7", "0", "1", "9", "12", "2024-05-01", "_", "-", ".", "/", "~", "@", "+",
           "$", "€", "£", ",", ":", " ", "  ", "\n", "\t", "%", "ms", "MB", "seconds", "http://", "https://", ".com",
           ".py", ".json", "src/", "./", "~/", "commit ", "sha", "hash", "abc1234", "deadbeef", "é", "ß", "٣", "日本",
-          "US$", "ABC-12", "user_id_3", "(", ")", "'", '"', "`", "<", ">", "#", "=", "|", "kB/s", "x.y.z", "-v"]
+          "US$", "ABC-12", "user_id_3", "(", ")", "'", '"', "`", "<", ">", "#", "=", "|", "kB/s", "x.y.z", "-v",
+          # the words the letters-only gate must not skip, and the characters that let a word go on
+          "commit", "commits", "abcdef", "abcdefa", "deadbeefcafe", "deadbeefcafeb", "http", "https", "word",
+          "snake_case", "Ab_", "ab", "A", ":", "a@b", "a+b", "AB-", "é"]
 
 
 @settings(max_examples=400)
 @given(st.lists(st.sampled_from(PIECES), max_size=40).map("".join))
 def test_the_gated_scan_finds_what_the_plain_alternation_finds(text: str) -> None:
     assert _facts_in(text) == plain_facts(text)
+
+
+@pytest.mark.parametrize("text", [
+    " +src/x.py", "~/notes/a.md", "@scope/pkg/index.js", "-x/y.py", ".github/ci.yml",  # starts the lead gate keeps
+    "abcdefa commit", "abcdefabcdef is the sha", "commit abcdef1", "sha: deadbeefcafe", "hash=abcdef12",
+    "see https://x.io/a", "http://localhost:8000/x", "foo-bar.com", "api.example.dev:8080", "x@y.com at a.io",
+    "ABC-12 JIRA-7", "a.py",
+    "snake_case_3 files", "word_ 12 files", "Ab_: 5 ms", "US$5", "total: $ 1,200.50", "2024-05-01",
+])
+def test_the_cases_each_gate_is_for(text: str) -> None:
+    assert _facts_in(text) == plain_facts(text)
+    assert _facts_in(text), "each case holds a fact"
 
 
 @given(st.text(max_size=200))
