@@ -37,7 +37,7 @@ def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     src = tmp_path_factory.mktemp("src") / "xcompact"  # a clean copy: a stale build/ would hide missing modules
     shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info",
-                                                            "__pycache__", ".hypothesis", ".pytest_cache"))
+                                                            "__pycache__", ".hypothesis", ".pytest_cache", "*.so"))
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
                            "-w", str(out), str(src)], capture_output=True, text=True)
     if proc.returncode != 0:
@@ -49,6 +49,14 @@ def test_wheel_holds_every_module_of_the_source_tree(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     missing = sorted(_source_files() - names)
     assert not missing, f"the wheel lacks {missing}"
+
+
+def test_wheel_holds_the_compiled_walk_and_its_stub(wheel):
+    """model/_walk.c built for this platform (optional in the build: a machine without a C compiler
+    gets a wheel without it, which runs the same walk in Python; CI's build must not be one)."""
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert any(n.startswith("compactor_cli/model/_walk.") and n.endswith(".so") for n in names), sorted(names)[:5]
+    assert "compactor_cli/model/_walk.pyi" in names
 
 
 def test_wheel_declares_console_script_and_dependency_floors(wheel):

@@ -10,6 +10,7 @@ anything it does not vouch for to are in ``checks.py``.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,6 +152,33 @@ def end_record() -> None:
     _MEMO[0], _MEMO[1], _MEMO[2] = None, -1, None
 
 
+def _compiled_walk() -> Any:
+    """The compiled walk (model/_walk.c), or None: not built (no C compiler where the package was
+    installed), or XCOMPACT_PURE_PYTHON set (the Python, to compare or to rule the extension out)."""
+    if os.environ.get("XCOMPACT_PURE_PYTHON"):
+        return None
+    try:
+        from . import _walk
+    except ImportError:
+        return None
+    return _walk
+
+
+_WALK = _compiled_walk()
+
+
+def walk(messages: list[Any]) -> Scan | None:
+    """_scan(messages): compiled where the extension is built, the Python where it is not or where
+    the compiled walk gives the case back (a value nested very deep, a key that is not a str)."""
+    if _WALK is not None:
+        found = _WALK.scan(messages, KNOWN_ROLES, LENGTH_KEYS, _DIRECT_KEYS)
+        if found is None:
+            return None
+        if found is not NotImplemented:
+            return Scan(*found)
+    return _scan(messages)
+
+
 def prescan(messages: Any) -> Scan | None:
     """The Scan of ``messages`` within one record of the record loop, walked once and shared by
     format detection, the checks, tier 1's length estimate; None when something is wrong with
@@ -164,7 +192,7 @@ def prescan(messages: Any) -> Scan | None:
         return memo[2]  # type: ignore[no-any-return]
     if not _SCOPE[0]:
         return None
-    scan = _scan(messages)
+    scan = walk(messages)
     memo[0], memo[1], memo[2] = messages, len(messages), scan
     return scan
 
@@ -309,6 +337,10 @@ def _other_keys(m: dict[str, Any]) -> int:
 def estimated_message_length(messages: list[dict[str, Any]]) -> int:
     """xun's estimate: characters of string values under content/text/reasoning/reasoning_content,
     recursing into nested dicts and lists. Cheap, model-free, good for ratios."""
+    if _WALK is not None:
+        found = _WALK.length(messages, LENGTH_KEYS)
+        if found is not NotImplemented:
+            return found  # type: ignore[no-any-return]
     return _length(messages)
 
 

@@ -1,0 +1,6 @@
+from types import NotImplementedType
+from typing import Any
+
+def scan(messages: list[Any], roles: frozenset[str], length_keys: frozenset[str],
+         direct_keys: frozenset[str]) -> tuple[int, bool, bool, bool, list[int]] | NotImplementedType | None: ...
+def length(obj: Any, length_keys: frozenset[str]) -> int | NotImplementedType: ...

@@ -1,0 +1,205 @@
+"""The record loop's walk compiled (model/_walk.c, issue 32) finds exactly what the Python walk
+finds: the same Scan, the same None for a conversation the checks refuse, the same length estimate,
+on generated conversations (valid ones and every way of breaking one), on the fixtures' real runs,
+and whole runs write the same bytes with either. The extension must be in the installed package:
+a wheel built without it would run, slower, and these comparisons would compare the Python with
+itself."""
+
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+import sys
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compactor_cli.model import conversation
+from compactor_cli.model.conversation import _length, _scan, walk
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures")
+KEYS = ["role", "content", "tool_calls", "tool_call_id", "function_call", "type", "name", "reasoning",
+        "reasoning_content", "text", "id", "function", "arguments", "input", "custom", "extra"]
+ROLES = ["system", "developer", "user", "assistant", "tool", "bot", ""]
+
+
+class Str(str):
+    """A str that is not exactly a str (the walks decide on exact types)."""
+
+
+class Dict(dict):  # type: ignore[type-arg]
+    """A dict that is not exactly a dict."""
+
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False),
+                    st.text(max_size=8), st.sampled_from(["call_1", "call_2", "text", "tool"]),
+                    st.builds(Str, st.text(max_size=3)))
+keys = st.one_of(st.sampled_from(KEYS), st.text(max_size=3))
+json_values = st.recursive(scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(keys, inner, max_size=4),
+    st.builds(Dict, st.dictionaries(keys, inner, max_size=2))), max_leaves=12)
+ids = st.sampled_from(["call_1", "call_2", "call_3"])
+calls = st.lists(st.one_of(
+    st.fixed_dictionaries({"id": ids, "type": st.just("function"),
+                           "function": st.fixed_dictionaries({"name": st.sampled_from(["ls", "cat"]),
+                                                              "arguments": st.sampled_from(["{}", '{"a": 1}'])})}),
+    st.fixed_dictionaries({"id": ids, "type": st.just("custom"), "custom": st.fixed_dictionaries(
+        {"name": st.just("apply_patch"), "input": st.text(max_size=5)})}),
+    st.dictionaries(keys, json_values, max_size=4)), max_size=3)
+parts = st.lists(st.one_of(st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=6)}),
+                           st.fixed_dictionaries({"type": st.sampled_from(["text", "image_url"]), "text": json_values}),
+                           st.dictionaries(keys, json_values, max_size=3)), max_size=3)
+
+
+@st.composite
+def messages(draw: Any) -> Any:
+    m: dict[Any, Any] = {}
+    if draw(st.integers(0, 9)):
+        m["role"] = draw(st.sampled_from(ROLES))
+    if draw(st.booleans()):
+        m["content"] = draw(st.one_of(st.text(max_size=10), st.none(), parts, json_values))
+    if draw(st.integers(0, 3)) == 0:
+        m["tool_calls"] = draw(st.one_of(calls, st.none(), json_values))
+    if draw(st.integers(0, 3)) == 0:
+        m["tool_call_id"] = draw(st.one_of(ids, json_values))
+    for k, v in draw(st.dictionaries(st.one_of(keys, st.integers(0, 3)), json_values, max_size=2)).items():
+        m.setdefault(k, v)
+    return draw(st.sampled_from([m, m, m, m, Dict(m), m.get("content")]))
+
+
+conversations = st.lists(messages(), max_size=6)
+
+
+def test_the_compiled_walk_is_built() -> None:
+    assert conversation._WALK is not None, (
+        "compactor_cli.model._walk is not in the installed package: the wheel was built without a C "
+        "compiler, or XCOMPACT_PURE_PYTHON is set")
+
+
+@settings(max_examples=600)
+@given(conversations)
+def test_the_compiled_walk_finds_what_the_python_walk_finds(msgs: list[Any]) -> None:
+    assert walk(msgs) == _scan(msgs)
+    assert conversation.estimated_message_length(msgs) == _length(msgs)
+
+
+extras = st.dictionaries(st.sampled_from(["name", "reasoning", "reasoning_content", "type", "function_call",
+                                          "metadata", "text", 7]),
+                         st.one_of(st.none(), st.text(max_size=4), json_values), max_size=2)
+valid_messages = st.one_of(
+    st.fixed_dictionaries({"role": st.sampled_from(["user", "system", "developer"]),
+                           "content": st.one_of(st.text(max_size=8), parts)}),
+    st.fixed_dictionaries({"role": st.just("assistant"), "content": st.one_of(st.none(), st.text(max_size=4), parts),
+                           "tool_calls": st.one_of(calls, st.none())}),
+    st.fixed_dictionaries({"role": st.just("tool"), "tool_call_id": ids, "content": st.text(max_size=6)}))
+
+
+@st.composite
+def near_valid(draw: Any) -> Any:
+    """Conversations the checks mostly pass, each message with a few more keys and, now and then,
+    one value replaced or one key removed: where the walks' decisions lie."""
+    msgs = []
+    for m in draw(st.lists(valid_messages, max_size=8)):
+        m = {**m, **draw(extras)}
+        if draw(st.integers(0, 5)) == 0:
+            key = draw(st.sampled_from(sorted(m, key=str)))
+            if draw(st.booleans()):
+                del m[key]
+            else:
+                m[key] = draw(json_values)
+        msgs.append(m)
+    return msgs
+
+
+@settings(max_examples=600)
+@given(near_valid())
+def test_on_conversations_near_the_checks(msgs: list[Any]) -> None:
+    assert walk(msgs) == _scan(msgs)
+    assert conversation.estimated_message_length(msgs) == _length(msgs)
+
+
+@st.composite
+def turns(draw: Any) -> Any:
+    """Conversations of tool-call turns whose results mostly answer them: IDs reused across turns
+    and within one, results missing, repeated or out of turn (the pairing check's cases)."""
+    msgs: list[Any] = [{"role": "user", "content": "go"}]
+    pool = st.sampled_from([f"call_{i}" for i in range(6)])
+    for _ in range(draw(st.integers(0, 4))):
+        call_ids = draw(st.lists(pool, min_size=1, max_size=3))
+        msgs.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": i, "type": "function", "function": {"name": "ls", "arguments": "{}"}} for i in call_ids]})
+        answered = draw(st.one_of(st.just(call_ids), st.permutations(call_ids), st.lists(pool, max_size=3)))
+        msgs.extend({"role": "tool", "tool_call_id": i, "content": "out"} for i in answered)
+        if draw(st.booleans()):
+            msgs.append({"role": "assistant", "content": "ok"})
+    return msgs
+
+
+@settings(max_examples=400)
+@given(turns())
+def test_on_tool_call_turns(msgs: list[Any]) -> None:
+    assert walk(msgs) == _scan(msgs)
+
+
+def _nested(depth: int) -> Any:
+    v: Any = {"text": "x"}
+    for _ in range(depth):
+        v = {"content": [v]}
+    return v
+
+
+@pytest.mark.parametrize("depth", [150, 199, 200, 201, 250, 300])
+def test_a_deep_value_gets_the_python_answer(depth: int) -> None:
+    msgs = [{"role": "user", "content": "hi", "meta": _nested(depth)}, {"role": "assistant", "content": "ok"}]
+    assert walk(msgs) == _scan(msgs)
+    assert walk(msgs) is not None and walk(msgs).length == 2 + 2 + 1  # type: ignore[union-attr]
+    assert conversation.estimated_message_length(msgs) == _length(msgs)
+
+
+def test_a_value_deeper_than_python_recurses_fails_as_before() -> None:
+    msgs = [{"role": "user", "content": "hi", "meta": _nested(sys.getrecursionlimit() + 10)}]
+    with pytest.raises(RecursionError):
+        _scan(msgs)
+    with pytest.raises(RecursionError):
+        walk(msgs)
+
+
+def test_on_the_real_transcripts() -> None:
+    seen = 0
+    for path in sorted(glob.glob(os.path.join(FIXTURES, "**", "*.jsonl"), recursive=True)):
+        with open(path, "rb") as fh:
+            for line in fh:
+                try:
+                    rec = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                msgs = rec.get("messages") if isinstance(rec, dict) else rec
+                if isinstance(msgs, list):
+                    assert walk(msgs) == _scan(msgs), f"{path}"
+                    assert conversation.estimated_message_length(msgs) == _length(msgs)
+                    seen += walk(msgs) is not None
+    assert seen > 20
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [["toolcall", "--keep", "2"], ["summarize"],
+                                     ["compact", "--token-threshold", "2000", "--backend", "extractive"]])
+def test_whole_runs_write_the_same_bytes_with_either_walk(command: list[str], tmp_path: Any) -> None:
+    inputs = sorted(glob.glob(os.path.join(FIXTURES, "*.jsonl")) + glob.glob(os.path.join(FIXTURES, "real", "*"))
+                    + glob.glob(os.path.join(FIXTURES, "formats", "*")))
+    assert len(inputs) > 10
+    outs = []
+    for pure in ("", "1"):
+        out = tmp_path / f"out{pure}"
+        env = {**os.environ, "XCOMPACT_PURE_PYTHON": pure}
+        done = subprocess.run([sys.executable, "-m", "compactor_cli", *command, *inputs, "-o", str(out), "-q",
+                               "--report", str(tmp_path / f"report{pure}.json")],
+                              env=env, capture_output=True, text=True)
+        files = sorted((str(p.relative_to(out)), p.read_bytes()) for p in out.rglob("*") if p.is_file())
+        outs.append((done.returncode, done.stderr, files))
+    assert outs[0] == outs[1]
+    assert outs[0][2], "the runs wrote outputs"
