@@ -152,12 +152,18 @@ def _nested(depth: int) -> Any:
     return v
 
 
-@pytest.mark.parametrize("depth", [150, 199, 200, 201, 250, 300])
+@pytest.mark.parametrize("depth", [50, 99, 100, 101, 140])  # levels of containers: 2 x depth + 1
 def test_a_deep_value_gets_the_python_answer(depth: int) -> None:
     msgs = [{"role": "user", "content": "hi", "meta": _nested(depth)}, {"role": "assistant", "content": "ok"}]
     assert walk(msgs) == _scan(msgs)
     assert walk(msgs) is not None and walk(msgs).length == 2 + 2 + 1  # type: ignore[union-attr]
     assert conversation.estimated_message_length(msgs) == _length(msgs)
+    compiled = conversation._WALK
+    assert compiled is not None
+    gives_back = depth >= 100  # deeper than MAX_DEPTH (200 levels): the Python decides
+    found = compiled.scan(msgs, conversation.KNOWN_ROLES, conversation.LENGTH_KEYS, conversation._DIRECT_KEYS)
+    assert (found is NotImplemented) == gives_back
+    assert (compiled.length(msgs, conversation.LENGTH_KEYS) is NotImplemented) == gives_back
 
 
 def test_a_value_deeper_than_python_recurses_fails_as_before() -> None:
@@ -166,6 +172,133 @@ def test_a_value_deeper_than_python_recurses_fails_as_before() -> None:
         _scan(msgs)
     with pytest.raises(RecursionError):
         walk(msgs)
+
+
+# ---- keys and lists that run Python code while the walk holds references (found by an attack on
+# the extension: a use-after-free, a wrong answer, a SystemError): the walk must give them back
+
+
+def _both(make: Any) -> tuple[Any, Any]:
+    """(walk's answer, _scan's answer) on fresh inputs from ``make``; an exception as its type and text."""
+    out = []
+    for fn in (walk, _scan):
+        try:
+            out.append(fn(make()))
+        except Exception as exc:  # noqa: BLE001  compared, not raised
+            out.append((type(exc).__name__, str(exc)))
+    return out[0], out[1]
+
+
+def test_a_key_whose_eq_replaces_the_content_being_read() -> None:
+    """A part's key collides with "type" and its __eq__ replaces the message's content, freeing the
+    parts list the walk was reading (before: a wrong length, or a use-after-free)."""
+    box: dict[str, Any] = {}
+
+    class Key:
+        armed = False
+
+        def __hash__(self) -> int:
+            return hash("type")
+
+        def __eq__(self, other: object) -> bool:
+            if Key.armed:
+                Key.armed = False
+                box["m"]["content"] = "replaced"
+            return False
+
+    def make() -> Any:
+        parts = [{Key(): 0, "type": "text", "text": "abc"}] + [{"type": "text", "text": "x" * 40} for _ in range(3)]
+        box["m"] = {"role": "user", "content": parts}
+        box["keep"] = parts[:]
+        Key.armed = True
+        return [box["m"]]
+
+    compiled, python = _both(make)
+    assert compiled == python
+
+
+def test_a_str_subclass_key_whose_eq_clears_the_messages() -> None:
+    box: dict[str, Any] = {}
+
+    class Key(str):
+        armed = False
+        __hash__ = str.__hash__
+
+        def __eq__(self, other: object) -> bool:
+            if Key.armed:
+                Key.armed = False
+                box["msgs"].clear()
+            return str.__eq__(self, other)
+
+    def make() -> Any:
+        box["msgs"] = [{"role": "".join(["to", "ol"]), Key("content"): "hello", "tool_call_id": "c1"}]
+        Key.armed = True
+        return box["msgs"]
+
+    compiled, python = _both(make)
+    assert compiled == python
+
+
+def test_a_key_equal_only_the_first_time_it_is_compared() -> None:
+    """A lookup finds the key and the next one does not: the Python's KeyError, not a SystemError."""
+
+    class Once(str):
+        n = 0
+        __hash__ = str.__hash__
+
+        def __eq__(self, other: object) -> bool:
+            Once.n += 1
+            return Once.n == 1
+
+    def make() -> Any:
+        call: dict[Any, Any] = {"id": "c1"}
+        call[Once("function")] = {"name": "f"}
+        Once.n = 0
+        return [{"role": "assistant", "content": None, "tool_calls": [call]}]
+
+    compiled, python = _both(make)
+    assert compiled == python
+
+
+def test_a_list_subclass_is_walked_as_it_iterates() -> None:
+    class Listed(list):  # type: ignore[type-arg]
+        def __iter__(self) -> Any:
+            return iter([{"role": "user", "content": "hello"}])
+
+    assert walk(Listed()) == _scan(Listed())
+    assert walk(Listed([{"role": "bot"}])) == _scan(Listed([{"role": "bot"}]))
+
+
+def test_out_of_memory_leaves_the_messages_alive() -> None:
+    """Each allocation of the walk failing in turn: a MemoryError each time, and the list's
+    reference count as it was (before: one reference too few per failure, then a crash)."""
+    testcapi = pytest.importorskip("_testcapi")
+    msgs = [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "a", "content": "x"}]
+    before = sys.getrefcount(msgs)
+    assert conversation._WALK is not None
+    for start in range(6):
+        testcapi.set_nomemory(start, start + 1)
+        try:
+            conversation._WALK.scan(msgs, conversation.KNOWN_ROLES, conversation.LENGTH_KEYS,
+                                    conversation._DIRECT_KEYS)
+        except MemoryError:
+            pass
+        finally:
+            testcapi.remove_mem_hooks()
+        assert sys.getrefcount(msgs) == before
+
+
+def test_under_a_lowered_recursion_limit_the_python_decides() -> None:
+    msgs = [{"role": "user", "content": "hi", "meta": _nested(60)}]  # 121 levels: the compiled walk's to decide
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(100)
+    try:
+        with pytest.raises(RecursionError):
+            walk(msgs)
+        with pytest.raises(RecursionError):
+            conversation.estimated_message_length(msgs)
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def test_on_the_real_transcripts() -> None:

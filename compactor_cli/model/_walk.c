@@ -4,9 +4,11 @@
  * largest share of tier 1's own work per record on many short messages. They decide on exact
  * types as the Python does (type(x) is dict ...), and give up, returning NotImplemented, on
  * anything they would not decide alike for certain: a value nested deeper than MAX_DEPTH (the
- * Python may then meet its recursion limit, and must be the one to say so) or a key that is not
- * exactly a str (comparing it could run Python code while the walk holds borrowed references; a
- * parsed record never has one). The caller then runs the Python. tests/test_walk_compiled.py holds the two to each other with Hypothesis.
+ * Python may then meet its recursion limit, and must be the one to say so), a list subclass, or
+ * a dict with a key that is not exactly a str, checked before any lookup in it (comparing such a
+ * key runs Python code, which could change or free what the walk holds borrowed; a parsed record
+ * never has one). The caller then runs the Python. tests/test_walk_compiled.py holds the two to
+ * each other with Hypothesis, and keeps the cases an attack on this file found.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -59,6 +61,17 @@ static Py_ssize_t length_of(PyObject *obj, PyObject *length_keys, int depth) {
     return total;
 }
 
+/* Every key of d is exactly a str: looking a str up in d then runs no Python code (no __eq__), so
+ * nothing can change or free what the walk holds borrowed. */
+static int str_keys(PyObject *d) {
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(d, &pos, &k, &v))
+        if (!PyUnicode_CheckExact(k))
+            return 0;
+    return 1;
+}
+
 /* d.get(key) as a borrowed reference (NULL: absent, or an error is set). */
 static PyObject *get(PyObject *d, PyObject *key) { return PyDict_GetItemWithError(d, key); }
 
@@ -68,6 +81,8 @@ static int parts_ok(PyObject *content) {
         PyObject *part = PyList_GET_ITEM(content, i);
         if (!PyDict_CheckExact(part))
             return 0;
+        if (!str_keys(part))
+            return GAVE_UP;
         PyObject *t = get(part, s_type);
         if (t == NULL)
             return PyErr_Occurred() ? -1 : 0;
@@ -93,6 +108,8 @@ static Py_ssize_t calls_length(PyObject *calls, PyObject *length_keys) {
         PyObject *call = PyList_GET_ITEM(calls, i);
         if (!PyDict_CheckExact(call))
             return REFUSED;
+        if (!str_keys(call))
+            return GAVE_UP;
         PyObject *id = get(call, s_id);
         if (id == NULL && PyErr_Occurred())
             return -1;
@@ -107,6 +124,8 @@ static Py_ssize_t calls_length(PyObject *calls, PyObject *length_keys) {
                 return -1;
             if (!PyDict_CheckExact(fn))
                 return REFUSED;
+            if (!str_keys(fn))
+                return GAVE_UP;
             PyObject *name = get(fn, s_name);
             if (name == NULL && PyErr_Occurred())
                 return -1;
@@ -164,21 +183,23 @@ static Py_ssize_t other_keys(PyObject *m, PyObject *length_keys, PyObject *direc
  * (conversation._scan's None), or NotImplemented (run the Python). */
 static PyObject *scan(PyObject *self, PyObject *args) {
     PyObject *messages, *roles, *length_keys, *direct;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyList_Type, &messages, &PyFrozenSet_Type, &roles,
+    if (!PyArg_ParseTuple(args, "OO!O!O!", &messages, &PyFrozenSet_Type, &roles,
                           &PyFrozenSet_Type, &length_keys, &PyFrozenSet_Type, &direct))
         return NULL;
+    if (!PyList_CheckExact(messages))
+        Py_RETURN_NOTIMPLEMENTED;  /* a list subclass: the Python iterates it as it says */
     Py_ssize_t total = 0;
     int openai = 0, plain = 1, paired = 1;
+    Py_INCREF(messages);  /* before the first goto: `done` releases it */
     PyObject *open_calls = PySet_New(NULL), *seen = PySet_New(NULL), *tools = PyList_New(0);
     PyObject *result = NULL;
     FAIL_IF(open_calls == NULL || seen == NULL || tools == NULL);
-    /* the list may not change under us: nothing here runs Python code but __eq__/__hash__ of a
-     * key, which a JSON record's str keys do not have; hold it anyway */
-    Py_INCREF(messages);
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(messages); i++) {
         PyObject *m = PyList_GET_ITEM(messages, i);
         if (!PyDict_CheckExact(m))
             goto refused;
+        if (!str_keys(m))
+            goto gave_up;
         PyObject *role = get(m, s_role);
         FAIL_IF(role == NULL && PyErr_Occurred());
         if (role == NULL || !PyUnicode_CheckExact(role))
@@ -199,6 +220,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                 if (!PyList_CheckExact(content))
                     goto refused;
                 int ok = parts_ok(content);
+                if (ok == GAVE_UP)
+                    goto gave_up;
                 FAIL_IF(ok < 0);
                 if (!ok)
                     goto refused;

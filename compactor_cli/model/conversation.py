@@ -11,6 +11,7 @@ anything it does not vouch for to are in ``checks.py``.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -167,10 +168,15 @@ def _compiled_walk() -> Any:
 _WALK = _compiled_walk()
 
 
+#: The compiled walk gives back values nested deeper than 200 levels; below this recursion limit
+#: (a program that lowered it) the Python could fail on less, and must be the one to say so.
+_WALK_RECURSION = 1000
+
+
 def walk(messages: list[Any]) -> Scan | None:
     """_scan(messages): compiled where the extension is built, the Python where it is not or where
     the compiled walk gives the case back (a value nested very deep, a key that is not a str)."""
-    if _WALK is not None:
+    if _WALK is not None and sys.getrecursionlimit() >= _WALK_RECURSION:
         found = _WALK.scan(messages, KNOWN_ROLES, LENGTH_KEYS, _DIRECT_KEYS)
         if found is None:
             return None
@@ -337,7 +343,7 @@ def _other_keys(m: dict[str, Any]) -> int:
 def estimated_message_length(messages: list[dict[str, Any]]) -> int:
     """xun's estimate: characters of string values under content/text/reasoning/reasoning_content,
     recursing into nested dicts and lists. Cheap, model-free, good for ratios."""
-    if _WALK is not None:
+    if _WALK is not None and sys.getrecursionlimit() >= _WALK_RECURSION:
         found = _WALK.length(messages, LENGTH_KEYS)
         if found is not NotImplemented:
             return found  # type: ignore[no-any-return]
