@@ -113,6 +113,9 @@ def test_an_answer_still_unusable_after_the_repair_turn_gives_the_offline_sectio
         assert list(parse_sections(summary.split("\n\n[Compaction note")[0].split("\n\n## evidence")[0])) \
             == list(SECTIONS)
         assert "the extractive sections were written instead" in res.stderr and "Traceback" not in res.stderr
+        # the run's summary line and totals count them apart from other warnings
+        assert "1 with the offline sections (the model's answer could not be used)" in res.stderr.splitlines()[-1]
+        assert doc["totals"]["fallbacks"] == 1
 
 
 def test_compact_records_a_rounds_fallback_to_the_offline_sections(runner, tmp_path):
@@ -131,6 +134,8 @@ def test_compact_records_a_rounds_fallback_to_the_offline_sections(runner, tmp_p
     assert "could not be used" in summary_round["self_check"] and "(after a repair turn)" in summary_round["self_check"]
     assert "the extractive sections were written instead" in res.stderr
     assert "I'm sorry" not in out.read_text()
+    assert orjson.loads(report.read_bytes())["totals"]["fallbacks"] == 1
+    assert "1 with the offline sections" in res.stderr.splitlines()[-1]
 
 
 def test_over_budget_is_repaired_once_in_the_same_chat(runner, tmp_path):

@@ -77,6 +77,7 @@ class Report:
     files: int = 0
     file_errors: int = 0
     warnings: int = 0
+    fallbacks: int = 0  # summaries written with the offline sections: the model's answer could not be used
     reclaimed_count: int = 0
     fraction_sum: float = 0.0
     fraction_n: int = 0
@@ -104,7 +105,8 @@ class Report:
         return COMMANDS.get(self.command, Command)
 
     #: What a checkpoint saves, so a resumed run ends with the same totals.
-    _STATE = ("statuses", "conversations", "files", "file_errors", "warnings", "reclaimed_count", "fraction_sum",
+    _STATE = ("statuses", "conversations", "files", "file_errors", "warnings", "fallbacks", "reclaimed_count",
+              "fraction_sum",
               "fraction_n", "length_before", "length_after", "tokens_before", "tokens_after", "tokens_counted",
               "input_bytes", "output_bytes", "bytes_measured", "check_failed", "notes", "_first_item")
 
@@ -155,7 +157,8 @@ class Report:
     def rollback(self, state: dict[str, Any]) -> None:
         """Back to an earlier checkpoint of this run (a file that starts afresh on --resume)."""
         for name in self._STATE:
-            setattr(self, name, Counter(state[name]) if name == "statuses" else state[name])
+            value = state.get(name, 0)  # 0: a count a checkpoint of an earlier version did not keep (fallbacks)
+            setattr(self, name, Counter(value) if name == "statuses" else value)
         if isinstance(self._writer, AtomicFile):
             self._writer.rewind(state["length"], state["crc"])
 
@@ -200,6 +203,10 @@ class Report:
         if item.get("encoding_approximate"):
             self.note(APPROXIMATE_NOTE)
         self.warned_records += 1 if warnings else 0
+        rounds = item.get("rounds")
+        if item.get("fallback") == "extractive" or (isinstance(rounds, list) and any(
+                isinstance(r, dict) and r.get("fallback") == "extractive" for r in rounds)):
+            self.fallbacks += 1
         if status not in (Status.INVALID_INPUT.value,):
             self.reclaimed_count += item.get("reclaimed_count") or 0
             if item.get("reclaimed_fraction") is not None:
@@ -249,6 +256,7 @@ class Report:
             "failed": self.failed,
             "file_errors": self.file_errors,
             "warnings": self.warnings,
+            **({"fallbacks": self.fallbacks} if self._command.models else {}),
             "reclaimed_count": self.reclaimed_count,
             "mean_reclaimed_fraction": self.mean_fraction,
             "total_reclaimed_fraction": self.total_fraction,
@@ -315,6 +323,8 @@ class Report:
                          f"{self.total_fraction:.1%} of estimated length (mean {self.mean_fraction:.1%})")
         if self.tokens_counted and self.tokens_before != self.tokens_after:
             parts.append(f"tokens {self.tokens_before:,} -> {self.tokens_after:,}")
+        if self.fallbacks:
+            parts.append(f"{self.fallbacks} with the offline sections (the model's answer could not be used)")
         if self.warnings:
             parts.append(f"{self.warnings} warning{'s' if self.warnings != 1 else ''}")
         parts.append(f"{self.failed} failed")
