@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any, cast
 
-from ..model.conversation import ARCHIVE_KEY, META_KEY, denormalize_record, normalize_record
+from ..model.conversation import ARCHIVE_KEY, META_KEY, denormalize_record, normalize_record, prescan
 from .base import MSG_KEY, Codec, jdump, jload
 
 LEGACY = "openai-function"
@@ -27,6 +27,8 @@ _SID = re.compile(r"function_call_(\d+)\Z")
 def has_legacy(messages: Any) -> bool:
     """Does the conversation hold a ``function`` message (the legacy function-calling form)?"""
     if type(messages) is not list:
+        return False
+    if prescan(messages) is not None:  # the record loop's walk found every role a known one: none is "function"
         return False
     return any(type(m) is dict and m.get("role") == "function" for m in messages)
 
