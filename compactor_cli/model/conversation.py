@@ -10,12 +10,12 @@ anything it does not vouch for to are in ``checks.py``.
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidInputError
+from .compiled import extension
 
 #: A conversation as xcompact holds it (xun's dumps() form: "messages" and bookkeeping keys), and
 #: one of its messages: plain JSON objects, typed by these names where they cross a module.
@@ -153,19 +153,8 @@ def end_record() -> None:
     _MEMO[0], _MEMO[1], _MEMO[2] = None, -1, None
 
 
-def _compiled_walk() -> Any:
-    """The compiled walk (model/_walk.c), or None: not built (no C compiler where the package was
-    installed), or XCOMPACT_PURE_PYTHON set (the Python, to compare or to rule the extension out)."""
-    if os.environ.get("XCOMPACT_PURE_PYTHON"):
-        return None
-    try:
-        from . import _walk
-    except ImportError:
-        return None
-    return _walk
-
-
-_WALK = _compiled_walk()
+#: The compiled walk (model/_walk.c), or None (compiled.py).
+_WALK = extension("_walk")
 
 
 #: The compiled walk gives back values nested deeper than 200 levels; below this recursion limit

@@ -24,6 +24,8 @@ from collections.abc import Callable
 from importlib.util import find_spec
 from typing import Any
 
+from .compiled import extension
+
 #: Characters the reference encoder counts before quicktok is built: about 0.2 s of
 #: tiktoken's encoding, less than quicktok's build (0.3-0.8 s), so a small run never pays for
 #: the build and a large one pays at most that much more than building quicktok first.
@@ -76,6 +78,10 @@ def quicktok_tokenizer(name: str) -> Any:
     return found
 
 
+#: encoders' parse of a .vocab file compiled (model/_vocab.c), or None (compiled.py).
+_VOCAB = extension("_vocab")
+
+
 def read_ranks(path: str) -> dict[bytes, int] | None:
     """The ranks in a quicktok .vocab file (u32 count, then per token: u16 length, the bytes,
     u32 rank), or None when the file does not read exactly so (every byte used, ranks 0..n-1)."""
@@ -84,6 +90,11 @@ def read_ranks(path: str) -> dict[bytes, int] | None:
             data = fh.read()
     except OSError:
         return None
+    return _VOCAB.ranks(data) if _VOCAB is not None else parse_ranks(data)
+
+
+def parse_ranks(data: bytes) -> dict[bytes, int] | None:
+    """read_ranks of the file's bytes, in Python (what model/_vocab.c does faster)."""
     if len(data) < 4:
         return None
     (n,) = struct.unpack_from("<I", data, 0)
