@@ -51,12 +51,14 @@ def test_wheel_holds_every_module_of_the_source_tree(wheel):
     assert not missing, f"the wheel lacks {missing}"
 
 
-def test_wheel_holds_the_compiled_walk_and_its_stub(wheel):
-    """model/_walk.c built for this platform (optional in the build: a machine without a C compiler
-    gets a wheel without it, which runs the same walk in Python; CI's build must not be one)."""
+@pytest.mark.parametrize("name", ["_walk", "_vocab"])
+def test_wheel_holds_the_compiled_parts_and_their_stubs(wheel, name):
+    """model/_walk.c and model/_vocab.c built for this platform (optional in the build: a machine
+    without a C compiler gets a wheel without them, which runs the same code in Python; CI's build
+    must not be one)."""
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert any(n.startswith("compactor_cli/model/_walk.") and n.endswith(".so") for n in names), sorted(names)[:5]
-    assert "compactor_cli/model/_walk.pyi" in names
+    assert any(n.startswith(f"compactor_cli/model/{name}.") and n.endswith(".so") for n in names), name
+    assert f"compactor_cli/model/{name}.pyi" in names
 
 
 def test_wheel_declares_console_script_and_dependency_floors(wheel):
