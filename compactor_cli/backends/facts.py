@@ -321,9 +321,8 @@ def fact_items(msgs: list[Msg], limit: int | None = None) -> list[Item]:
             located.append((a, b, k))
         if located:
             found.append((src, located))
-            for k in dict.fromkeys(k for _, _, k in located):
-                u = src.units[k]
-                shapes[_shape(u[2], [(a - u[0], b - u[0]) for a, b, kk in located if kk == k])] += 1
+            for k, spans in _spans_by_unit(src, located).items():
+                shapes[_shape(src.units[k][2], spans)] += 1
     where: dict[str, tuple[float, int, int, int, int]] = {}  # fact -> (weight, source, start, end, unit)
     # recurrence (float bonuses in a Counter: a fact that does not recur reads 0)
     bonus = cast("dict[str, float]", Counter())
@@ -337,9 +336,10 @@ def fact_items(msgs: list[Msg], limit: int | None = None) -> list[Item]:
         base = (src.weight * (1 + 0.2 * src.pos / n) / in_message ** 0.2
                 * min(1.0, (2000 / len(src.text)) ** 0.25))
         unit_weight: dict[int, float] = {}
+        by_unit = _spans_by_unit(src, located)
         for k, count in per_unit.items():
-            start, _end, text = src.units[k]
-            spans = [(a - start, b - start) for a, b, kk in located if kk == k]
+            text = src.units[k][2]
+            spans = by_unit[k]
             rest = text
             for a, b in sorted(spans, reverse=True):
                 rest = rest[:a] + " " + rest[b:]
@@ -375,8 +375,20 @@ def fact_items(msgs: list[Msg], limit: int | None = None) -> list[Item]:
     return items
 
 
+def _spans_by_unit(src: _Source, located: list[tuple[int, int, int]]) -> dict[int, list[tuple[int, int]]]:
+    """unit -> its facts' spans within the unit, in the order found (one pass, not one per unit)."""
+    by_unit: dict[int, list[tuple[int, int]]] = {}
+    for a, b, k in located:
+        start = src.units[k][0]
+        by_unit.setdefault(k, []).append((a - start, b - start))
+    return by_unit
+
+
+_DIGITS = re.compile(r"\d+")
+
+
 def _shape(line: str, spans: list[tuple[int, int]]) -> str:
     """A line with its facts and digits blanked: lines of one shape are routine output."""
     for a, b in sorted(spans, reverse=True):
         line = line[:a] + "\x00" + line[b:]
-    return re.sub(r"\d+", "#", " ".join(line.split()).lower())[:48]
+    return _DIGITS.sub("#", " ".join(line.split()).lower())[:48]
