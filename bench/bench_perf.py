@@ -22,6 +22,7 @@ process), tier 1 ``-j 1`` and ``-j 2``, with and without tokens:
     python bench/bench_perf.py --quick               # the same, ~32 MiB each, best of 2: under 2 minutes
     python bench/bench_perf.py --shapes --tree /tmp/before --tree .   # two trees, their runs alternated
     python bench/bench_perf.py --tier2 --tree /tmp/before --tree .    # tier 2 (extractive), MB/s per core
+    python bench/bench_perf.py --shapes --tree .+pure --tree .        # this tree without and with its C parts
 
 tau: tau-bench airline (200 runs of ~45 short messages); cc: the Claude Code sessions of
 ../shared/data/raw; codex: the Codex CLI rollouts; mini: the mini-swe-agent runs; gen: the
@@ -56,6 +57,8 @@ SHAPES = ("tau", "cc", "codex", "mini", "gen")
 _RAW_DIRS = {"cc": "claude-code", "codex": "codex", "mini": "mini-swe-agent"}
 #: The source tree xcompact runs from (--tree): this one unless told.
 TREE: str | None = None
+#: A --tree ending so runs that tree with XCOMPACT_PURE_PYTHON=1: its Python instead of its C parts.
+PURE = "+pure"
 
 
 def dataset(size_mb: float) -> str:
@@ -125,12 +128,15 @@ def run(*args: str) -> float:
 def run_cpu(*args: str) -> tuple[float, float]:
     """Wall seconds and CPU seconds (user + system, its worker processes included) of one xcompact run."""
     env = None
-    if TREE:
-        env = {**os.environ, "PYTHONPATH": TREE + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    tree, pure = (TREE[:-len(PURE)], True) if TREE and TREE.endswith(PURE) else (TREE, False)
+    if tree:
+        env = {**os.environ, "PYTHONPATH": tree + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    if pure:  # the tree without its compiled parts (model/compiled.py)
+        env = {**(env or os.environ), "XCOMPACT_PURE_PYTHON": "1"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "compactor_cli", *args], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE, env=env, cwd=TREE or None)
+                       stderr=subprocess.PIPE, env=env, cwd=tree or None)
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if r.returncode not in (0, 1):
@@ -277,9 +283,11 @@ def main() -> None:
                     help="only the tier-2 table (summarize, extractive) on one copy of each real shape")
     ap.add_argument("--tree", action="append", default=None,
                     help="run xcompact from this source tree (PYTHONPATH), e.g. a worktree; twice or more "
-                         "(--shapes): the trees' runs alternate, one row each ('.' is this one)")
+                         "(--shapes): the trees' runs alternate, one row each ('.' is this one; '.+pure' this "
+                         "one with XCOMPACT_PURE_PYTHON=1, without its C parts)")
     args = ap.parse_args()
-    trees = [os.path.abspath(t) for t in args.tree] if args.tree else [None]
+    trees = [os.path.abspath(t.removesuffix(PURE)) + (PURE if t.endswith(PURE) else "") for t in args.tree] \
+        if args.tree else [None]
     TREE = trees[0]
     tmp = tempfile.mkdtemp(prefix="xcompact-bench-")
     if args.tier2 is not None:
