@@ -5,6 +5,7 @@ stdout carries data only; progress, warnings, errors and the summary go to stder
 
 from __future__ import annotations
 
+import gc
 import sys
 from typing import Any
 
@@ -140,6 +141,13 @@ cli.add_command(show)
 
 def main() -> None:
     """Console-script entry point: XCompactError never escapes as a traceback."""
+    # The records are trees of dicts and lists that reference counting frees as each record ends;
+    # the cyclic collector's full passes only walked, again and again, the ~100,000 objects the
+    # imports made (modules, functions, classes): 16% of tier 1's work per record on tau-bench
+    # (callgrind, bench/README.md). They live for the whole run, so they are frozen out of its
+    # sight; forked -j workers inherit that and leave those objects' pages unwritten. Cycles the
+    # run makes are still collected.
+    gc.freeze()
     try:
         cli(prog_name="xcompact")
     except XCompactError as exc:
