@@ -162,11 +162,17 @@ _WALK = extension("_walk")
 _WALK_RECURSION = 1000
 
 
+def _compiled() -> Any:
+    """The compiled walk where it may decide: built, and the recursion limit not lowered."""
+    return _WALK if sys.getrecursionlimit() >= _WALK_RECURSION else None
+
+
 def walk(messages: list[Any]) -> Scan | None:
     """_scan(messages): compiled where the extension is built, the Python where it is not or where
     the compiled walk gives the case back (a value nested very deep, a key that is not a str)."""
-    if _WALK is not None and sys.getrecursionlimit() >= _WALK_RECURSION:
-        found = _WALK.scan(messages, KNOWN_ROLES, LENGTH_KEYS, _DIRECT_KEYS)
+    compiled = _compiled()
+    if compiled is not None:
+        found = compiled.scan(messages, KNOWN_ROLES, LENGTH_KEYS, _DIRECT_KEYS)
         if found is None:
             return None
         if found is not NotImplemented:
@@ -332,8 +338,9 @@ def _other_keys(m: dict[str, Any]) -> int:
 def estimated_message_length(messages: list[dict[str, Any]]) -> int:
     """xun's estimate: characters of string values under content/text/reasoning/reasoning_content,
     recursing into nested dicts and lists. Cheap, model-free, good for ratios."""
-    if _WALK is not None and sys.getrecursionlimit() >= _WALK_RECURSION:
-        found = _WALK.length(messages, LENGTH_KEYS)
+    compiled = _compiled()
+    if compiled is not None:
+        found = compiled.length(messages, LENGTH_KEYS)
         if found is not NotImplemented:
             return found  # type: ignore[no-any-return]
     return _length(messages)
