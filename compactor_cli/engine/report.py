@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, ClassVar, TypedDict
 
 import orjson
 
@@ -104,6 +104,8 @@ class Report:
         """The command's class (registry.py): what its summary line says depends on it."""
         return COMMANDS.get(self.command, Command)
 
+    #: Counts a checkpoint of an earlier version did not keep, and what they were then.
+    _ADDED: ClassVar[dict[str, int]] = {"fallbacks": 0}
     #: What a checkpoint saves, so a resumed run ends with the same totals.
     _STATE = ("statuses", "conversations", "files", "file_errors", "warnings", "fallbacks", "reclaimed_count",
               "fraction_sum",
@@ -157,7 +159,7 @@ class Report:
     def rollback(self, state: dict[str, Any]) -> None:
         """Back to an earlier checkpoint of this run (a file that starts afresh on --resume)."""
         for name in self._STATE:
-            value = state.get(name, 0)  # 0: a count a checkpoint of an earlier version did not keep (fallbacks)
+            value: Any = state[name] if name in state else self._ADDED[name]
             setattr(self, name, Counter(value) if name == "statuses" else value)
         if isinstance(self._writer, AtomicFile):
             self._writer.rewind(state["length"], state["crc"])
