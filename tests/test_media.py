@@ -10,6 +10,7 @@ import json
 import struct
 
 import orjson
+import pytest
 from helpers import FIXTURES
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -162,6 +163,25 @@ def test_a_claude_code_log_with_images_keeps_the_last_one(runner, tmp_path):
     item = orjson.loads((tmp_path / "r.json").read_bytes())["items"][0]
     assert item.get("images_cleared", 0) >= 1
     assert b"image_url" not in out.read_bytes().split(b'"cleared_parts"')[0]
+
+
+@pytest.mark.parametrize("images", [None, 0, 1])
+def test_a_result_holding_an_image_is_never_kept_as_cheaper_than_its_placeholder(images):
+    """Its text is shorter than the placeholder, but its image costs tokens the length estimate
+    does not see: cleared, and a second run changes nothing (found by Hypothesis in CI: with
+    images_keep 0 the first run kept it, replaced its images by longer text, and the second run
+    then cleared it)."""
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    dump = {"messages": [
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "call_0", "type": "function", "function": {"name": "shot", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_0", "content": [image, image, {"type": "text", "text": "0000000000"}]},
+        {"role": "user", "content": "and now?"}]}
+    new, res = reclaim_tool_results(dump, keep=0, images_keep=images)
+    assert res.reclaimed_count == 1 and isinstance(new["messages"][1]["content"], str)
+    again, res2 = reclaim_tool_results(new, keep=0, images_keep=images)
+    assert again == new and res2.reclaimed_count == 0
+    assert restore_conversation(new)[0] == dump
 
 
 @settings(deadline=None)
