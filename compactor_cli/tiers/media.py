@@ -31,6 +31,19 @@ _THINKING_TEXT = re.compile(r"\[reasoning cleared by xcompact: [0-9]+ characters
 REASONING_KEYS = ("reasoning_content", "reasoning")
 
 
+def image_placeholder_chars(content: list[Any]) -> int:
+    """The characters of the text parts that are xcompact's placeholders of cleared images. The
+    length estimate counts no image part, so tier 1 can keep a result with images as shorter than
+    its placeholder; once images_keep has put these texts in their place, they must not count
+    either, or a second run would clear the result the first kept."""
+    total = 0
+    for p in content:
+        text = p.get("text") if type(p) is dict else None
+        if type(text) is str and text.startswith("[image: ") and _IMAGE_TEXT.fullmatch(text):
+            total += len(text)
+    return total
+
+
 @dataclass
 class MediaCleared:
     images: int = 0

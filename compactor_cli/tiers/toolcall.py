@@ -27,7 +27,6 @@ from ..model.conversation import (
     placeholder_for,
     prescan,
 )
-from ..model.images import is_image_part
 from ..model.placeholders import PlaceholderTemplate, template
 from .extract import extract_tool_result
 from .options import DEFAULT_KEEP
@@ -308,10 +307,11 @@ def reclaim_tool_results(dump: dict | list, keep: int = DEFAULT_KEEP, keep_origi
         # a reused ID's placeholder names the key extract takes (ID#k), so it fetches this result
         placeholder_text = text_for(cid if k == 1 else originals_key(cid, k), i, content, tpl, chars)
         old_len = content_length(content)
-        # the length estimate sees no image (its parts hold no text), but an image costs tokens, and
-        # once cleared by images_keep its text placeholder is longer: a result holding one is never
-        # kept on length alone (a second run would then clear it: tier 1 must change nothing twice)
-        if len(placeholder_text) >= old_len and not (type(content) is list and any(map(is_image_part, content))):
+        if type(content) is list:  # an image the estimate did not count is not counted once cleared either
+            from .media import image_placeholder_chars
+
+            old_len -= image_placeholder_chars(content)
+        if len(placeholder_text) >= old_len:
             continue
         # tokens are what a user pays: with a counter, a placeholder that costs as many tokens as
         # the result stays out (a short confirmation under a long ID); a result many times the
