@@ -75,6 +75,14 @@ static int str_keys(PyObject *d) {
 /* d.get(key) as a borrowed reference (NULL: absent, or an error is set). */
 static PyObject *get(PyObject *d, PyObject *key) { return PyDict_GetItemWithError(d, key); }
 
+/* type(d.get(key)) is str: 1, 0 (absent, or another type), or -1 with an error set. */
+static int str_at(PyObject *d, PyObject *key) {
+    PyObject *v = get(d, key);
+    if (v == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    return PyUnicode_CheckExact(v);
+}
+
 /* _parts_ok(content): 1, 0, or -1 with an error set. */
 static int parts_ok(PyObject *content) {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(content); i++) {
@@ -89,11 +97,9 @@ static int parts_ok(PyObject *content) {
         if (!PyUnicode_CheckExact(t))
             return 0;
         if (PyUnicode_Compare(t, s_text) == 0) {
-            PyObject *text = get(part, s_text);
-            if (text == NULL)
-                return PyErr_Occurred() ? -1 : 0;
-            if (!PyUnicode_CheckExact(text))
-                return 0;
+            int ok = str_at(part, s_text);
+            if (ok <= 0)
+                return ok;
         }
     }
     return 1;
@@ -110,11 +116,9 @@ static Py_ssize_t calls_length(PyObject *calls, PyObject *length_keys) {
             return REFUSED;
         if (!str_keys(call))
             return GAVE_UP;
-        PyObject *id = get(call, s_id);
-        if (id == NULL && PyErr_Occurred())
-            return -1;
-        if (id == NULL || !PyUnicode_CheckExact(id))
-            return REFUSED;
+        int ok = str_at(call, s_id);
+        if (ok <= 0)
+            return ok < 0 ? -1 : REFUSED;
         int has = PyDict_Contains(call, s_function);
         if (has < 0)
             return -1;
@@ -126,11 +130,9 @@ static Py_ssize_t calls_length(PyObject *calls, PyObject *length_keys) {
                 return REFUSED;
             if (!str_keys(fn))
                 return GAVE_UP;
-            PyObject *name = get(fn, s_name);
-            if (name == NULL && PyErr_Occurred())
-                return -1;
-            if (name == NULL || !PyUnicode_CheckExact(name))
-                return REFUSED;
+            ok = str_at(fn, s_name);
+            if (ok <= 0)
+                return ok < 0 ? -1 : REFUSED;
             PyObject *args = get(fn, s_arguments);
             if (args == NULL && PyErr_Occurred())
                 return -1;
