@@ -11,7 +11,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -21,6 +23,17 @@ FIXTURES = ROOT / "fixtures"
 
 def read_jsonl(path: os.PathLike | str) -> list:
     return [orjson.loads(line) for line in Path(path).read_bytes().splitlines() if line.strip()]
+
+
+def fixture_records() -> Iterator[tuple[Path, Any]]:
+    """(file, parsed record) of every JSONL line under fixtures/ that is JSON (the bad inputs
+    among them skipped): the real runs the fast paths are held to their references on."""
+    for path in sorted(FIXTURES.rglob("*.jsonl")):
+        for line in path.read_bytes().splitlines():
+            try:
+                yield path, orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
 
 
 def tool_conv(n_tools: int = 5, size: int = 400, ids: list[str] | None = None) -> dict:

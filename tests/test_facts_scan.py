@@ -5,12 +5,10 @@ must not change by a byte for that."""
 
 from __future__ import annotations
 
-import glob
-import os
 import re
 
-import orjson
 import pytest
+from helpers import fixture_records
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -68,19 +66,12 @@ def test_on_any_text(text: str) -> None:
 
 def test_on_the_real_transcripts() -> None:
     """Every message text of the fixtures' real runs."""
-    here = os.path.join(os.path.dirname(__file__), "..", "fixtures")
     texts: list[str] = []
-    for path in sorted(glob.glob(os.path.join(here, "**", "*.jsonl"), recursive=True)):
-        with open(path, "rb") as fh:
-            for line in fh:
-                try:
-                    record = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    continue
-                for m in record.get("messages", []) if isinstance(record, dict) else []:
-                    content = m.get("content") if isinstance(m, dict) else None
-                    if isinstance(content, str):
-                        texts.append(content)
+    for _, record in fixture_records():
+        for m in record.get("messages", []) if isinstance(record, dict) else []:
+            content = m.get("content") if isinstance(m, dict) else None
+            if isinstance(content, str):
+                texts.append(content)
     assert sum(map(len, texts)) > 100_000
     found = 0
     for text in texts:

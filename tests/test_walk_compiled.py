@@ -13,8 +13,8 @@ import subprocess
 import sys
 from typing import Any
 
-import orjson
 import pytest
+from helpers import fixture_records
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -303,18 +303,12 @@ def test_under_a_lowered_recursion_limit_the_python_decides() -> None:
 
 def test_on_the_real_transcripts() -> None:
     seen = 0
-    for path in sorted(glob.glob(os.path.join(FIXTURES, "**", "*.jsonl"), recursive=True)):
-        with open(path, "rb") as fh:
-            for line in fh:
-                try:
-                    rec = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    continue
-                msgs = rec.get("messages") if isinstance(rec, dict) else rec
-                if isinstance(msgs, list):
-                    assert walk(msgs) == _scan(msgs), f"{path}"
-                    assert conversation.estimated_message_length(msgs) == _length(msgs)
-                    seen += walk(msgs) is not None
+    for path, rec in fixture_records():
+        msgs = rec.get("messages") if isinstance(rec, dict) else rec
+        if isinstance(msgs, list):
+            assert walk(msgs) == _scan(msgs), f"{path}"
+            assert conversation.estimated_message_length(msgs) == _length(msgs)
+            seen += walk(msgs) is not None
     assert seen > 20
 
 
