@@ -24,23 +24,23 @@ from collections.abc import Callable
 from ..errors import BackendError
 from ..evidence.harness import without_injected
 from . import Answer, SummaryRequest
-from .facts import CODE, ROUTINE, Item, Msg, clip, dedupe_key, fact_items, plain_text, read_messages, sentences
+from .facts import CODE, ROUTINE, Item, Msg, clip, dedupe_key, fact_items, gated, plain_text, read_messages, sentences
 from .sections import SECTIONS, parse_sections, render_sections, split_evidence
 
-_PREFERENCE = re.compile(r"(?i)\b(i prefer|prefer|preference|i want|i'd like|i would like|i'd rather|i would rather|"
-                         r"please (?:use|don't|do not|keep|make|avoid|always|never)|don't|do not|never|always|"
-                         r"make sure|must|should not|shouldn't|i need|i only|avoid|instead of|no more than|at most|"
-                         r"at least|hard requirement)\b")
-_STRONG_PREFERENCE = re.compile(r"(?i)\b(i prefer|i'd rather|i would rather|i want|i'd like|i would like|please|don't|"
-                                r"do not|never|always|hard requirement|at most|no more than)\b")
-_DECISION = re.compile(r"(?i)\b(i will|i'll|i've|"
-                       r"i have (?:decided|updated|changed|created|fixed|booked|cancell?ed|added|removed)|"
-                       r"let's|we will|we'll|decided|decision|going to|the plan is|i chose|i'm going|"
-                       r"switch(?:ed)? to|we should|i recommend|has been (?:updated|changed|created|booked|cancell?ed)|"
-                       r"is now|instead of|we go with)\b")
-_STRONG_DECISION = re.compile(r"(?i)\b(decided|decision|instead of|switch(?:ed)? to|the plan is|i chose|we go with|"
-                              r"has been (?:updated|changed|created|booked|cancell?ed))\b")
-_PENDING = re.compile(r"(?i)\b(todo|to do|next|remaining|still need|not yet|pending|follow[- ]up|later|then)\b")
+_PREFERENCE = gated(r"\b(i prefer|prefer|preference|i want|i'd like|i would like|i'd rather|i would rather|"
+                    r"please (?:use|don't|do not|keep|make|avoid|always|never)|don't|do not|never|always|"
+                    r"make sure|must|should not|shouldn't|i need|i only|avoid|instead of|no more than|at most|"
+                    r"at least|hard requirement)\b", "adhimnps", re.I)
+_STRONG_PREFERENCE = gated(r"\b(i prefer|i'd rather|i would rather|i want|i'd like|i would like|please|don't|"
+                           r"do not|never|always|hard requirement|at most|no more than)\b", "adhinp", re.I)
+_DECISION = gated(r"\b(i will|i'll|i've|"
+                  r"i have (?:decided|updated|changed|created|fixed|booked|cancell?ed|added|removed)|"
+                  r"let's|we will|we'll|decided|decision|going to|the plan is|i chose|i'm going|"
+                  r"switch(?:ed)? to|we should|i recommend|has been (?:updated|changed|created|booked|cancell?ed)|"
+                  r"is now|instead of|we go with)\b", "dghilstw", re.I)
+_STRONG_DECISION = gated(r"\b(decided|decision|instead of|switch(?:ed)? to|the plan is|i chose|we go with|"
+                         r"has been (?:updated|changed|created|booked|cancell?ed))\b", "dhistw", re.I)
+_PENDING = gated(r"\b(todo|to do|next|remaining|still need|not yet|pending|follow[- ]up|later|then)\b", "flnprst", re.I)
 _MUTATING_TOOL = re.compile(r"(?i)^(update|create|book|cancel|edit|write|delete|modify|send|transfer|apply|set|add|"
                             r"remove|patch|commit|submit|str_replace|insert)")
 _STOP = frozenset("about after again also anything been before being both could does doing from have having here "  # noqa: SIM905
@@ -49,8 +49,9 @@ _STOP = frozenset("about after again also anything been before being both could 
                   "their them then there these they this those through very want what when where which while "
                   "will with would your yours".split())
 # an agent asking the user for something it needs (answered by the user's next turn)
-_ASKS_FOR_INFO = re.compile(r"(?i)\b(?:could|can|would|will) you (?:please )?(?:provide|share|confirm|tell|give|send|"
-                            r"let me know|specify|clarify)|\blet me know\b|\bplease (?:provide|confirm|share|specify)")
+_ASKS_FOR_INFO = gated(r"\b(?:could|can|would|will) you (?:please )?(?:provide|share|confirm|tell|give|send|"
+                       r"let me know|specify|clarify)|\blet me know\b|\bplease (?:provide|confirm|share|specify)",
+                       "clpw", re.I)
 _POLITE = re.compile(r"(?i)\b(please|thanks|thank you|appreciate)\b")
 _STATS = re.compile(r"^(\d+) earlier messages: (\d+) from the user, (\d+) tool results(?:; tools used: (.*))?$")
 
@@ -120,7 +121,7 @@ def build_candidates(request: SummaryRequest) -> dict[str, list[Item]]:
     # the first request frames the task (it comes first, even at a tiny budget); the counts; the
     # latest request says where it stands
     overview = [Item(_stats_line(msgs, old["overview"]), (-1, 0), 90.0)]
-    asked = [(pos, clip(" ".join(sentences(m.text)[:2]), 260)) for pos, m in enumerate(msgs)
+    asked = [(pos, clip(" ".join(m.sentences[:2]), 260)) for pos, m in enumerate(msgs)
              if m.role in ("user", "developer") and m.text.strip()]
     for k, (pos, text) in enumerate(asked):
         score = 100.0 if k == 0 else 40.0 if k == len(asked) - 1 else 10.0 + recency(pos)
@@ -144,7 +145,7 @@ def build_candidates(request: SummaryRequest) -> dict[str, list[Item]]:
     for pos, m in enumerate(msgs):
         if m.role != "assistant":
             continue
-        found = [s for s in sentences(m.text) if _DECISION.search(s) and not CODE.search(s) and not s.endswith("?")]
+        found = [s for s in m.sentences if not s.endswith("?") and _DECISION.search(s) and not CODE.search(s)]
         for s in found:
             strong = 2.0 if _STRONG_DECISION.search(s) else 1.0
             decisions.append(Item(f"Assistant: {clip(plain_text(s))}", (1, pos),
@@ -157,15 +158,15 @@ def build_candidates(request: SummaryRequest) -> dict[str, list[Item]]:
     users = [pos for pos, m in enumerate(msgs) if m.role in ("user", "developer") and m.text.strip()]
     if users and not _handled(msgs[users[-1] + 1:]):  # a request the head saw done is not pending
         latest = msgs[users[-1]]
-        pending.append(Item(f"Latest request: {clip(' '.join(sentences(latest.text)[:3]), 300)}", (1, users[-1]),
+        pending.append(Item(f"Latest request: {clip(' '.join(latest.sentences[:3]), 300)}", (1, users[-1]),
                             100.0))
     # an agent's "next, I will …" is pending only when no action followed it in the head: what it
     # said with or before its last tool call, it went on to do (or to drop)
     last_action = max((pos for pos, m in enumerate(msgs) if m.calls), default=-1)
     for pos, m in enumerate(msgs):
         if m.role == "assistant" and pos > last_action:
-            for s in sentences(m.text):
-                if _PENDING.search(s) and not s.endswith("?") and not CODE.search(s):
+            for s in m.sentences:
+                if not s.endswith("?") and _PENDING.search(s) and not CODE.search(s):
                     pending.append(Item(f"Assistant: {clip(plain_text(s))}", (1, pos), recency(pos)))
 
     # a question is open when the other side's next turn does not take it up (shares none of
@@ -176,10 +177,12 @@ def build_candidates(request: SummaryRequest) -> dict[str, list[Item]]:
         if m.role not in ("user", "assistant"):
             continue
         reply = following[pos]
-        for s in sentences(_asked(m.text) if m.role == "user" else m.text):
+        for s in sentences(_asked(m.text)) if m.role == "user" else m.sentences:
+            if not s.endswith("?"):  # the cheap test first: only a question can be open
+                continue
             if m.role == "assistant" and reply is not None and _ASKS_FOR_INFO.search(s):
                 continue  # "Could you provide your user ID?": the user's next turn gave it
-            if s.endswith("?") and not CODE.search(s) and not _answered(s, reply):
+            if not CODE.search(s) and not _answered(s, reply):
                 questions.append(Item(f"{m.speaker}: {clip(plain_text(s))}", (1, pos), 10.0 + recency(pos)))
 
     user_texts = [m.text for m in msgs if m.role in ("user", "developer") and m.text.strip()]

@@ -9,6 +9,7 @@ import re
 from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, cast
 
 from ..evidence.harness import harness_keys, is_harness, without_injected
@@ -40,9 +41,20 @@ _ERROR = re.compile(r"^\s*(?:Traceback \(most recent call last\)|[\w.]*(?:Error|
                     r"error(?:\[\w+\])?:|ERROR\b|FAILED\b|FAIL:|fatal:|panic:|E\s{2,}\S|E[A-Z]{2,}:)|"
                     r"No such file|command not found|"
                     r"Permission denied|Segmentation fault|[Nn]ot found\.?\s*$|exit (?:code|status) [1-9]")
+
+
+def gated(pattern: str, first: str, flags: int = 0) -> re.Pattern[str]:
+    """``pattern`` behind a look-ahead for the characters ``first`` its matches can begin with
+    (a class, under the same flags): at any other position the engine moves on after one test
+    instead of trying each alternative there (issue 32: a list of words searched in every
+    sentence and line). The same matches; ``tests/test_gated_patterns.py`` holds each to its
+    plain form."""
+    return re.compile(f"(?=[{first}])(?:{pattern})", flags)
+
+
 # a short status line saying something went wrong ("Wrong flag!", "File does not exist.")
-_FAILURE = re.compile(r"(?i)\b(wrong|invalid|incorrect|failed|failure|denied|refused|cannot|can't|unable|"
-                      r"does not exist|illegal|not allowed|does not add up|mismatch|not found|error)\b")
+_FAILURE = gated(r"\b(wrong|invalid|incorrect|failed|failure|denied|refused|cannot|can't|unable|"
+                 r"does not exist|illegal|not allowed|does not add up|mismatch|not found|error)\b", "cdefimnruw", re.I)
 _TAG = re.compile(r"</?[\w-]+>")
 # routine tool output: never a fact, however many paths or numbers it shows — `ls` listings (long
 # form or columns), installer and progress lines (pip, apt, npm, git, tqdm bars), bare headings
@@ -94,8 +106,9 @@ def _scan(text: str) -> str:
     return text[:SCAN_CHARS] + "\n" + text[-SCAN_CHARS:]
 
 
-def sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(text) if len(s.strip()) > 2]
+def sentences(text: str, parts: list[str] | None = None) -> list[str]:
+    """``text``'s sentences, stripped, of three characters or more (``parts``: its split, if made)."""
+    return [s.strip() for s in (_SENTENCE.split(text) if parts is None else parts) if len(s.strip()) > 2]
 
 
 def clip(s: str, n: int = 220) -> str:
@@ -138,6 +151,16 @@ class Msg:
     text: str
     speaker: str
     calls: list[tuple[str, str]]  # (name, arguments) of tool calls
+
+    # several sections and the fact scan read a message's sentences: its text is split once
+    @cached_property
+    def parts(self) -> list[str]:
+        """The text split at sentence ends (``_SENTENCE``), as ``_units`` and ``sentences`` take it."""
+        return _SENTENCE.split(self.text)
+
+    @cached_property
+    def sentences(self) -> list[str]:
+        return sentences(self.text, self.parts)
 
 
 def read_messages(head: list[dict[str, Any]]) -> list[Msg]:
@@ -214,9 +237,10 @@ def _facts_in(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
-def _units(text: str, lines: bool) -> list[tuple[int, int, str]]:
-    """Where a fact's context comes from: a tool result's lines, a user's or assistant's sentences.
-    Returns (start offset, end offset, text) of each unit."""
+def _units(text: str, lines: bool, parts: list[str] | None = None) -> list[tuple[int, int, str]]:
+    """Where a fact's context comes from: a tool result's lines, a user's or assistant's sentences
+    (``parts``: the text's split at sentence ends, if made). Returns (start offset, end offset,
+    text) of each unit."""
     out = []
     if lines:
         at = 0
@@ -225,7 +249,7 @@ def _units(text: str, lines: bool) -> list[tuple[int, int, str]]:
             at += len(line) + 1
         return out
     at = 0
-    for part in _SENTENCE.split(text):
+    for part in _SENTENCE.split(text) if parts is None else parts:
         i = text.find(part, at)
         if i < 0:
             continue
@@ -270,8 +294,8 @@ def _sources(msgs: list[Msg]) -> list[_Source]:
     for pos, msg in enumerate(msgs):
         if msg.text and msg.role in SOURCE_WEIGHT:
             tool = msg.role == "tool"
-            out.append(_Source(pos, SOURCE_WEIGHT[msg.role], msg.speaker, msg.text, _units(msg.text, tool),
-                               110 if tool else 160))
+            units = _units(msg.text, tool, None if tool else msg.parts)
+            out.append(_Source(pos, SOURCE_WEIGHT[msg.role], msg.speaker, msg.text, units, 110 if tool else 160))
         for name, args in msg.calls:
             if args and args != "{}":
                 out.append(_Source(pos, CALL_WEIGHT, f"Assistant called {name}", args, [(0, len(args), args)], 110))
