@@ -6,6 +6,7 @@ rollout with apply_patch custom calls) and small hand-made dumps."""
 from __future__ import annotations
 
 import copy
+import shlex
 
 import orjson
 import pytest
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 from compactor_cli import formats
 from compactor_cli.backends.sections import split_evidence
 from compactor_cli.cli import cli
-from compactor_cli.evidence.extract import error_lines, evidence_of, exit_code, output_text
+from compactor_cli.evidence.extract import error_lines, evidence_of, exit_code, output_text, shell_words
 from compactor_cli.evidence.harness import task_index
 from compactor_cli.evidence.probes import probes_of, retention, sent_text
 from compactor_cli.evidence.section import GROUPS, item_key, parse_evidence, render_evidence
@@ -453,3 +454,18 @@ def test_the_section_keeps_its_budget_and_reads_back_what_it_listed(groups, budg
         assert set(back[g]) <= set(groups[g]), (g, back[g], groups[g])
         listed = [i for i in groups[g] if i in back[g]]
         assert sorted(back[g]) == sorted(listed)
+
+
+_SHELL_ALPHABET = st.sampled_from(list("ab-=/.>|;&$*~# \t\r\n\x0b\x0c\x1c\x85\xa0\u2028\u3000'\"\\") + ["cd", "sed -i"])
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(_SHELL_ALPHABET, max_size=30).map("".join))
+def test_shell_words_are_shlex_words(segment):
+    """The shortcut for a command without quoting gives shlex's words (its whitespace is four
+    characters, not str.split's), and shlex's own reading, or the fallback, where there is quoting."""
+    try:
+        expected = shlex.split(segment, comments=False)
+    except ValueError:
+        expected = segment.split()
+    assert shell_words(segment) == expected
