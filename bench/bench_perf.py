@@ -22,6 +22,7 @@ process), tier 1 ``-j 1`` and ``-j 2``, with and without tokens:
     python bench/bench_perf.py --quick               # the same, ~32 MiB each, best of 2: under 2 minutes
     python bench/bench_perf.py --shapes --tree /tmp/before --tree .   # two trees, their runs alternated
     python bench/bench_perf.py --tier2 --tree /tmp/before --tree .    # tier 2 (extractive), MB/s per core
+    python bench/bench_perf.py --tier2-distinct --tree /tmp/before --tree .  # the same, no line repeated
     python bench/bench_perf.py --shapes --tree .+pure --tree .        # this tree without and with its C parts
 
 tau: tau-bench airline (200 runs of ~45 short messages); cc: the Claude Code sessions of
@@ -34,6 +35,7 @@ Targets: ``--no-tokens -j 1`` <= 1.5x floor, tokens ``-j 1`` <= 2.5x floor, ``-j
 from __future__ import annotations
 
 import argparse
+import compileall
 import glob
 import os
 import resource
@@ -268,6 +270,40 @@ def tier2_table(shapes: list[str], repeat: int, tmp: str, trees: list[str | None
                   f"{j1 / j2:.2f}x |", flush=True)
 
 
+def tier2_distinct_table(shapes: list[str], repeat: int, tmp: str, trees: list[str | None] | None = None) -> None:
+    """Tier 2 (extractive) on one copy of each real shape, no line repeated: a real dataset's
+    records are distinct, so no record gets the help of the token memo or of anything else a run
+    learns from the records before it. The file is a few MB, so MB/s here is of the work on the
+    records: the file's size over the run's CPU seconds minus those of a run on its first record
+    cut to two messages (start-up, imports, the tokenizer's build), best of ``repeat`` each."""
+    global TREE
+    trees = trees or [TREE]
+    out = os.path.join(tmp, "out.jsonl")
+    first = os.path.join(tmp, "first.jsonl")
+    print("\n| shape | tree | MB | records | summarize -j 1 CPU | start-up | MB/s of the records' work |\n"
+          + "|---" * 7 + "|", flush=True)
+    for shape in shapes:
+        src = dataset(16) if shape == "gen" else shape_source(shape)
+        if src is None:
+            print(f"| {shape} | (no data) |")
+            continue
+        with open(src, "rb") as fh, open(first, "wb") as one:
+            head = orjson.loads(fh.readline())  # start-up: the first record cut to its first two messages
+            one.write(orjson.dumps({**head, "messages": head["messages"][:2]}) + b"\n")
+            records = 1 + sum(1 for _ in fh)
+        mb = os.path.getsize(src) / 1e6
+        cpu: dict[tuple[int, str], list[float]] = {}
+        for _ in range(repeat):
+            for k, tree in enumerate(trees):
+                TREE = tree
+                cpu.setdefault((k, "all"), []).append(run_cpu("summarize", "-j", "1", "-q", src, "-o", out)[1])
+                cpu.setdefault((k, "one"), []).append(run_cpu("summarize", "-j", "1", "-q", first, "-o", out)[1])
+        for k, tree in enumerate(trees):
+            whole, one_cpu = min(cpu[(k, "all")]), min(cpu[(k, "one")])
+            print(f"| {shape} | {tree or 'this'} | {mb:.1f} | {records} | {whole:.2f} s | {one_cpu:.2f} s | "
+                  f"**{mb / max(whole - one_cpu, 1e-3):.1f}** |", flush=True)
+
+
 def main() -> None:
     global TREE
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -281,6 +317,9 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="the shapes table at 32 MiB each, best of 2 (< 2 min)")
     ap.add_argument("--tier2", nargs="?", const=",".join(SHAPES), default=None,
                     help="only the tier-2 table (summarize, extractive) on one copy of each real shape")
+    ap.add_argument("--tier2-distinct", nargs="?", const=",".join(SHAPES), default=None,
+                    help="only tier 2 (summarize, extractive) on one copy of each real shape, no line repeated: "
+                         "MB/s of the work on the records")
     ap.add_argument("--tree", action="append", default=None,
                     help="run xcompact from this source tree (PYTHONPATH), e.g. a worktree; twice or more "
                          "(--shapes): the trees' runs alternate, one row each ('.' is this one; '.+pure' this "
@@ -289,7 +328,15 @@ def main() -> None:
     trees = [os.path.abspath(t.removesuffix(PURE)) + (PURE if t.endswith(PURE) else "") for t in args.tree] \
         if args.tree else [None]
     TREE = trees[0]
+    for tree in trees:  # as pip installs it: bytecode compiled (PYTHONDONTWRITEBYTECODE would else
+        # leave each run compiling every module of a fresh tree, and a tree's changed modules)
+        compileall.compile_dir(os.path.join((tree or ROOT).removesuffix(PURE), "compactor_cli"), quiet=1)
     tmp = tempfile.mkdtemp(prefix="xcompact-bench-")
+    if args.tier2_distinct is not None:
+        print(f"{os.cpu_count()} cores; best of {args.repeat}; xcompact from {', '.join(t or ROOT for t in trees)}",
+              flush=True)
+        tier2_distinct_table(args.tier2_distinct.split(","), args.repeat, tmp, trees)
+        return
     if args.tier2 is not None:
         print(f"{os.cpu_count()} cores; best of {args.repeat}; xcompact from {', '.join(t or ROOT for t in trees)}",
               flush=True)
