@@ -59,6 +59,33 @@ def test_min_retention_gates_a_pipeline_and_names_the_records_below(runner, tmp_
     assert runner.invoke(cli, ["eval", str(MINI), str(out), "--min-retention", "essential=10"]).exit_code == 0
 
 
+def test_the_table_is_one_line_per_row_on_stderr(runner):
+    res = runner.invoke(cli, ["eval", str(TAU), "--try", "toolcall --keep 4", "--try", "toolcall --keep 1"])
+    assert res.exit_code == 0, res.stderr
+    lines = res.stderr.splitlines()
+    assert lines[0].startswith("setting") and "per 1k" in lines[0]
+    assert [line.split("  ")[0] for line in lines[1:3]] == ["toolcall --keep 4", "toolcall --keep 1"]
+    assert "\\n" not in res.stderr  # emit() escapes a newline inside one line: the table is not one line
+
+
+def test_the_report_and_the_page_never_replace_an_input(runner, tmp_path):
+    """eval reads its inputs only: a --report or --html path that is one of them is a usage
+    error before anything runs, as it is for every command (the input is left as it was)."""
+    data = tmp_path / "data.jsonl"
+    data.write_bytes(TAU.read_bytes())
+    after = tmp_path / "after.jsonl"
+    assert runner.invoke(cli, ["toolcall", str(data), "--keep", "1", "-q", "-o", str(after)]).exit_code == 0
+    kept = {p: p.read_bytes() for p in (data, after)}
+    for args in (["eval", str(data), "--try", "toolcall --keep 4", "--html", str(data)],
+                 ["eval", str(data), "--try", "toolcall --keep 4", "--report", str(data)],
+                 ["eval", str(data), str(after), "--html", str(after)],
+                 ["eval", str(data), str(after), "--report", str(tmp_path / "." / "after.jsonl")]):
+        res = runner.invoke(cli, args)
+        assert res.exit_code == 2, (args, res.stderr)
+        assert "is the input" in res.stderr and "Traceback" not in res.stderr
+        assert {p: p.read_bytes() for p in kept} == kept, args
+
+
 def test_usage_errors_are_exit_2_with_one_line(runner, tmp_path):
     for args in (["eval", str(TAU)], ["eval", str(TAU), "--try", "toolcall -o x.jsonl"],
                  ["eval", str(TAU), "--try", "restore"], ["eval", str(TAU), "--try", "toolcall --keep -1"],

@@ -10,6 +10,7 @@ import orjson
 
 from ..engine.report import EXIT_FAILED, EXIT_OK
 from ..errors import UsageError
+from ..files.targets import plan_run
 from ..model.format_names import FORMATS
 from .launch import emit
 
@@ -73,6 +74,8 @@ def evaluate_command(inputs: tuple[str, ...], tries: tuple[str, ...], from_forma
         for path in inputs:
             if not os.path.exists(path):
                 raise UsageError(f"{path}: no such file or directory")
+        # the report and the page never replace an input (nor each other)
+        plan_run(list(inputs), None, False, report_path, writes_data=False, html_path=html)
         if agent_compaction and tries:
             raise UsageError("--agent-compaction measures what is in the logs; it takes no --try")
         keep = WORST if html is not None else 0
@@ -86,7 +89,8 @@ def evaluate_command(inputs: tuple[str, ...], tries: tuple[str, ...], from_forma
         for skip in run.skipped:
             emit(f"note: {skip.where}: {skip.error}")
     if not quiet:
-        emit(table(run, price_table))
+        for line in table(run, price_table).splitlines():  # emit() escapes a newline: one line each
+            emit(line)
     failed_gates = below(run, gates)
     for line in failed_gates:
         emit(f"below the minimum: {line}")
