@@ -168,6 +168,18 @@ def test_convert_is_a_command(runner, tmp_path):
     assert doc["items"][0]["status"] == "CONVERTED"
 
 
+@pytest.mark.parametrize("to", ["openai", "anthropic", "responses"])
+def test_convert_keeps_the_model_a_log_names_as_compaction_writes_it(runner, tmp_path, to):
+    """docs/formats.md: a log read as a conversation keeps the model its reader found as
+    ``model``, in what ``convert`` writes as in what the compacting commands write."""
+    log = FIX.parent / "real" / "codex_rollout_apply_patch.jsonl"
+    code, out, err = run(runner, "convert", log, "--to", to, "-q")
+    assert code == 0, err
+    code, _, err = run(runner, "toolcall", log, "--keep", "100", "-q", "-o", tmp_path / "t.jsonl")
+    assert code == 0, err
+    assert orjson.loads(out)["model"] == orjson.loads((tmp_path / "t.jsonl").read_bytes())["model"] == "gpt-5.1-codex"
+
+
 def test_directories_hold_traj_files(runner, tmp_path):
     d = tmp_path / "in"
     d.mkdir()

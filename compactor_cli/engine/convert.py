@@ -17,7 +17,7 @@ from ..formats import parse_record
 from ..formats.base import dropped_note
 from ..formats.convert import Notes, check_carried, convert, to_plain_openai
 from .report import ReportItem
-from .step import Outcome, unexpected_error
+from .step import Outcome, unexpected_error, with_model
 
 
 def convert_record(raw: bytes, from_: str, to: str, source: str | None, line: int | None,
@@ -34,6 +34,8 @@ def convert_record(raw: bytes, from_: str, to: str, source: str | None, line: in
         if fatal:
             raise InvalidInputError(fatal[0].message, fatal[0].pointer)
         native, notes = convert(dump, codec, to, history)
+        if codec.lossy:  # a log's model, as the compacting commands write it (docs/formats.md)
+            native = with_model(native, dump, codec)
         src = native.get("source") if codec.lossy and isinstance(native, dict) else None
         counts = src.get("dropped_fields") if isinstance(src, dict) else None  # of the reading written
         if dropped is not None and isinstance(counts, dict):

@@ -72,7 +72,7 @@ def _with_style(rec: Record, dump: dict, new: dict) -> dict:
     return {**new, META_KEY: {**(new_meta or {}), STYLE_FIELD: style}}
 
 
-def _with_model(written: Any, dump: dict, codec: Codec) -> Any:
+def with_model(written: Any, dump: dict, codec: Codec) -> Any:
     """A log's written dump naming the model its reader found (a Claude Code log's
     ``message.model``, a trajectory's config, a Codex ``turn_context``) as ``model``, so a later
     pass (or ``compact --check`` over outputs) counts it in the encoding this run chose."""
@@ -192,7 +192,7 @@ def _finish(rec: Record, settings: Settings, chosen: tuple[TokenCounter | None, 
             new = _with_style(rec, dump, new)
         native = codec.to_native(new)
         if codec.lossy:
-            native = _with_model(native, dump, codec)
+            native = with_model(native, dump, codec)
         styled = dump_styled(native, write_style, rec.form) if write_style is not None and not codec.lossy else None
         out = styled if styled is not None else dump_bytes(native, rec.form, exact)
     elif writes:
