@@ -132,6 +132,18 @@ def test_a_run_that_sends_nothing_says_nothing_about_a_server(runner, tmp_path):
         assert NOTICE not in res.stderr, args
 
 
+def test_the_openai_backend_without_a_key_is_refused_before_it_says_it_sends(runner, tmp_path):
+    """--backend openai with no key and no server named: a usage error, and no line saying the
+    conversations are on their way to api.openai.com."""
+    src = _conv_file(tmp_path)
+    for command in ("summarize", "compact"):
+        res = runner.invoke(cli, [command, "--backend", "openai", str(src), "-o", str(tmp_path / "o.jsonl")],
+                            env={"OPENAI_API_KEY": None, "OPENAI_BASE_URL": None})
+        assert res.exit_code == 2, res.stderr
+        assert "needs OPENAI_API_KEY" in res.stderr and NOTICE not in res.stderr
+        assert not (tmp_path / "o.jsonl").exists()
+
+
 def test_a_failure_to_connect_names_the_host_and_why(runner, tmp_path):
     src = _conv_file(tmp_path)
     res = runner.invoke(cli, ["summarize", "--backend", "openai", "--base-url", OFFLINE_URL, "--retries", "0",

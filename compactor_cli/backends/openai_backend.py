@@ -82,6 +82,13 @@ STOP_AFTER = 3
 CACHE_VERSION = 2  # bump when what a cached summary means changes
 
 
+NEEDS_KEY = "the openai backend needs OPENAI_API_KEY (or --base-url for a local server)"
+
+
+def lacks_key(opts: OpenAIOptions) -> bool:
+    """Whether OpenAIBackend(opts) would refuse to start for want of a key (no server named either)."""
+    return not os.environ.get("OPENAI_API_KEY") and not (opts.base_url or os.environ.get("OPENAI_BASE_URL"))
+
 class OpenAIBackend(ServerDialogue):
     name = "openai"
 
@@ -99,7 +106,7 @@ class OpenAIBackend(ServerDialogue):
         # more in flight only wait in its queue, where the timeout runs too
         self.concurrency = opts.concurrency or (1 if local else 4)
         if not self._key and not self.base_url:
-            raise UsageError("the openai backend needs OPENAI_API_KEY (or --base-url for a local server)")
+            raise UsageError(NEEDS_KEY)
         self._secrets = collect_secrets(self._key, self.base_url)
         # which server answers is part of the cache key; its credentials are not
         self.endpoint = (redact_url(self.base_url) or DEFAULT_ENDPOINT).rstrip("/")

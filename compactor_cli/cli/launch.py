@@ -161,10 +161,13 @@ def announce_server(settings: Any) -> None:
     """Once per run that sends conversations to a model server, before anything is sent: to
     which host (no user-info, no key) and why, even with -q (it says where the data goes)."""
     from ..backends.config import BadServerURL, server_host, server_url
+    from ..backends.openai_backend import NEEDS_KEY, lacks_key
 
     backend = getattr(settings, "backend", None)
     if backend is None or backend.name != "openai" or backend.openai is None:
         return
+    if lacks_key(backend.openai):  # refused before it is said to be sending anything
+        raise click.UsageError(NEEDS_KEY)
     try:
         host = server_host(server_url(backend.openai.base_url))
     except BadServerURL as exc:  # checked when the options were built; never quoted
