@@ -39,8 +39,7 @@ def test_batch_gives_the_cli_bytes_items_totals_and_exit_code(runner, tmp_path, 
     assert items == report["items"]
     rep = report_for(configured, items, report_path=str(tmp_path / "batch-report.json"))
     assert rep.totals() == report["totals"] and rep.exit_code == report["exit_code"] == code
-    assert json.loads((tmp_path / "batch-report.json").read_text())["parameters"] == {
-        k: v for k, v in report["parameters"].items() if k != "config"}
+    assert json.loads((tmp_path / "batch-report.json").read_text())["parameters"] == report["parameters"]
 
 
 def test_bad_records_pass_through_unchanged_and_blank_lines_are_not_records():

@@ -155,7 +155,9 @@ def report_for(settings: Settings | Configured | str, items: Iterable[ReportItem
         raise UsageError("settings: expected a Settings, a Configured or a command name, got "
                          f"{type(settings).__name__}")
     if isinstance(settings, Configured):
-        command, parameters = settings.command, settings.parameters if parameters is None else parameters
+        # as the CLI's report says of a run that read no config file: "config": null
+        command = settings.command
+        parameters = {**settings.parameters, "config": None} if parameters is None else parameters
     else:
         command = settings if isinstance(settings, str) else settings.command
     report = Report(command=command, parameters=parameters or {}, report_path=report_path)
