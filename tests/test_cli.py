@@ -36,6 +36,8 @@ def test_one_input_goes_to_stdout_and_the_summary_to_stderr(runner, tmp_path):
     assert [m["content"] for m in out["messages"] if m["role"] == "tool"][:4] == [
         placeholder_for(f"call_{i}") for i in range(4)]
     assert "1 conversation" in res.stderr and "4 tool results reclaimed" in res.stderr
+    res = runner.invoke(cli, ["toolcall", str(src), "--keep", "4"])
+    assert "; 1 tool result reclaimed," in res.stderr  # one, not "1 tool results"
     # stdout is the data and nothing else: one JSON document, no summary line after it
     assert res.stdout.endswith("}\n") and res.stdout.count("\n}\n") == 1
 
@@ -221,6 +223,12 @@ def test_extract_prints_the_original(runner, tmp_path):
     assert runner.invoke(cli, ["extract", "dup", str(src), "--occurrence", "2"]).stdout.startswith("result 2")
     res = runner.invoke(cli, ["extract", "zzz", str(src)])
     assert res.exit_code == 1 and res.stdout == "" and "no compacted tool result with ID 'zzz'" in res.stderr
+    assert "could be read" not in res.stderr
+    # a record that cannot be read is said first; the search's result then says it covered the rest only
+    res = runner.invoke(cli, ["extract", "a", str(FIXTURES / "bad" / "broken.json")])
+    lines = res.stderr.splitlines()
+    assert res.exit_code == 1 and len(lines) == 2 and "broken JSON" in lines[0]
+    assert lines[1].endswith("no compacted tool result with ID 'a' in the records that could be read")
 
 
 def test_validate_exit_codes(runner, tmp_path):

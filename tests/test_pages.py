@@ -286,6 +286,11 @@ def test_the_digest_is_the_same_whatever_order_the_items_come_in(rows, rnd):
     (["report", "{d}/o.json", "--html", "{d}/p.html"], "not an xcompact report"),
     (["report", "{d}/missing.json", "--html", "{d}/p.html"], "cannot read the report"),
     (["show", "{d}/in.jsonl", "--line", "9"], "there is no line 9"),
+    (["report", "{d}/empty.jsonl", "--html", "{d}/p.html"], "empty.jsonl: empty file, not a JSON report"),
+    # the file as a whole cannot be shown: named first, as every command names it
+    (["show", "{d}/empty.jsonl"], "error: {d}/empty.jsonl: empty file"),
+    (["show", "{d}/notjson.txt"], "error: {d}/notjson.txt: not JSON"),
+    (["show", "{d}/sub"], "error: {d}/sub: is a directory"),
     (["toolcall", "{d}/in.jsonl", "--html", "{d}/in.jsonl", "-o", "{d}/o.jsonl"], "--html"),
     (["toolcall", "{d}/in.jsonl", "--report", "{d}/r.json", "--html", "{d}/r.json", "-o", "{d}/o.jsonl"],
      "--report and --html"),
@@ -293,9 +298,12 @@ def test_the_digest_is_the_same_whatever_order_the_items_come_in(rows, rnd):
 def test_page_commands_refuse_with_one_line(tmp_path, args, message):
     shutil.copy(FIXTURES / "taubench_airline_5.jsonl", tmp_path / "in.jsonl")
     (tmp_path / "o.json").write_bytes(b'{"tool": "other", "items": []}')
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    (tmp_path / "notjson.txt").write_bytes(b"not json\n")
+    (tmp_path / "sub").mkdir()
     before = (tmp_path / "in.jsonl").read_bytes()
     res = xcompact(*[a.format(d=tmp_path) for a in args])
-    assert res.returncode in (1, 2) and message in res.stderr and "Traceback" not in res.stderr
+    assert res.returncode in (1, 2) and message.format(d=tmp_path) in res.stderr and "Traceback" not in res.stderr
     assert (tmp_path / "in.jsonl").read_bytes() == before
     assert not (tmp_path / "p.html").exists()
 

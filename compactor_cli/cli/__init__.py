@@ -32,7 +32,8 @@ def cli() -> None:
     """Compact saved LLM conversation transcripts offline, in batch.
 
     Inputs are dumps() JSON objects, bare lists of messages, or JSONL (one conversation per
-    line); "-" reads stdin; directories are searched for *.json and *.jsonl. Exit codes:
+    line), and agents' logs; "-" reads stdin; directories are searched for *.json, *.jsonl,
+    *.ndjson and *.traj, also compressed (.gz, .zst, .bz2, .xz). Exit codes:
     0 all went well, 1 some conversation or file failed, 2 usage error, 130 interrupted.
     """
 
@@ -116,7 +117,8 @@ def extract(tool_call_id: str, input_path: str, occurrence: int | None, line_no:
     if not found:
         where = f"{input_path}:{line_no}" if line_no is not None else input_path
         emit(f"error: {where}: no compacted tool result with ID {tool_call_id!r}"
-              + (f" (occurrence {occurrence})" if occurrence else ""))
+              + (f" (occurrence {occurrence})" if occurrence else "")
+              + (" in the records that could be read" if errors else ""))
         sys.exit(EXIT_FAILED)
     rec, content, shared = found[0]
     if shared > 1 and occurrence is None:

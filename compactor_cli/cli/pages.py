@@ -125,11 +125,13 @@ def _view(input_path: str, line_no: int | None, input_format: str, history: str,
 
         records = merged(records, SidecarReader(sidecar))
     chosen: Record | None = None
+    more = False
     last = 0
     try:
         for rec in records:
             if chosen is not None:  # a second conversation after the first: say that --line chooses
-                return _build(chosen, input_format, history, encoding), True
+                more = True
+                break
             last = rec.line or last
             if line_no is None or rec.line in (line_no, None):
                 chosen = rec
@@ -137,6 +139,11 @@ def _view(input_path: str, line_no: int | None, input_format: str, history: str,
                     break
     except OSError as exc:
         raise InvalidInputError(f"{input_path}: {exc.strerror or exc}") from None
+    except InvalidInputError as exc:  # the file as a whole (empty, not JSON, a directory), named as every command does
+        raise InvalidInputError(f"{input_path}: {exc}") from None
+    if more:
+        assert chosen is not None
+        return _build(chosen, input_format, history, encoding), True
     if chosen is None:
         if line_no is not None and last:
             raise InvalidInputError(f"{input_path}: there is no line {line_no}: the file's last conversation is on "

@@ -321,7 +321,8 @@ class Report:
         if self.statuses:
             parts.append(", ".join(f"{n} {s.lower().replace('_', ' ')}" for s, n in sorted(self.statuses.items())))
         if self._command.tier1:
-            parts.append(f"{self.reclaimed_count} tool results reclaimed, "
+            n = self.reclaimed_count
+            parts.append(f"{n:,} tool result{'s' if n != 1 else ''} reclaimed, "
                          f"{self.total_fraction:.1%} of estimated length (mean {self.mean_fraction:.1%})")
         if self.tokens_counted and self.tokens_before != self.tokens_after:
             parts.append(f"tokens {self.tokens_before:,} -> {self.tokens_after:,}")

@@ -172,6 +172,9 @@ def read_report(path: str) -> tuple[dict[str, Any], DatasetDigest]:
             raw = fh.read()
     except OSError as exc:
         raise InvalidInputError(f"{path}: cannot read the report: {exc.strerror or exc}") from None
+    if not raw.strip():
+        raise InvalidInputError(f"{path}: empty file, not a JSON report; a run still going or killed leaves none: "
+                                "run it to the end with --report PATH")
     try:
         doc = parse_json(raw)
     except InvalidInputError as exc:
