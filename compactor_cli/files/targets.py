@@ -67,8 +67,8 @@ def expand_inputs(paths: list[str]) -> list[InputFile]:
         else:
             found.append(InputFile(p, os.path.basename(p)))
     if not found:
-        raise UsageError("no input files found (directories are searched for *.json and *.jsonl, also compressed: "
-                         "*.jsonl.gz, .zst, .bz2, .xz)")
+        raise UsageError("no input files found (directories are searched for *.json, *.jsonl, *.ndjson and *.traj, "
+                         "also compressed: *.jsonl.gz, .zst, .bz2, .xz)")
     return found
 
 
