@@ -24,7 +24,8 @@ from collections.abc import Callable
 from ..errors import BackendError
 from ..evidence.harness import without_injected
 from . import Answer, SummaryRequest
-from .facts import CODE, ROUTINE, Item, Msg, clip, dedupe_key, fact_items, gated, plain_text, read_messages, sentences
+from .facts import CODE, ROUTINE, fact_items, gated
+from .messages import Item, Msg, clip, dedupe_key, plain_text, read_messages, sentences
 from .sections import SECTIONS, parse_sections, render_sections, split_evidence
 
 _PREFERENCE = gated(r"\b(i prefer|prefer|preference|i want|i'd like|i would like|i'd rather|i would rather|"

@@ -1,7 +1,7 @@
-"""What the offline summariser reads out of a head: each message as plain text (who speaks,
-its tool calls, a harness's reminders and format markers set apart), the facts in it (paths,
-URLs, identifiers, numbers with their unit) with the words around them, ranked by salience, and
-the error lines of tool output (code and routine output are neither facts nor errors)."""
+"""What the offline summariser reads out of a head's messages (``messages.py``): the facts in
+them (paths, URLs, identifiers, numbers with their unit) with the words around them, ranked by
+salience, and the error lines of tool output (code and routine output are neither facts nor
+errors)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,10 @@ import re
 from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
-from functools import cached_property
-from typing import Any, cast
+from typing import cast
 
-from ..evidence.harness import harness_keys, is_harness, without_injected
-from ..model.conversation import call_parts, content_text
+from .messages import LIST_MARKUP, SENTENCE_BREAK, Item, Msg, clip
 
-SCAN_CHARS = 20_000  # per message: the first and last SCAN_CHARS characters are read
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _PATH = re.compile(r"(?<![\w/.~-])(?:~?/|\./)?(?:[\w.@+-]+/)+[\w.@+-]*[\w]|(?<![\w/.-])[\w.-]*\w\.(?:py|js|ts|tsx|jsx|"
                    r"json|jsonl|md|rst|txt|ya?ml|toml|rs|go|java|c|h|cc|cpp|hpp|cs|sh|bash|zsh|ps1|bat|cfg|ini|conf|env|"
                    r"html?|heex|eex|css|scss|sql|csv|tsv|log|lock|ex|exs|erl|rb|php|pl|lua|kt|swift|scala|dart|vue|proto|"
@@ -83,37 +79,7 @@ ROUTINE = re.compile(
 CODE = re.compile(r"^\s*(?:\d+\s*[:→|]|\d+\s+\S)|^\s*(?:def|class|import|from|return|raise|except|try|if|elif|else|"
                    r"for|while|with|async|await|const|let|var|function|fn|pub|case|catch|throw|assert)\b|;\s*$|"
                    r"^\s*(?:#|//)\s|\{:error|^\s*<[/\w]")
-_SPEAKER = re.compile(r"^(?:user asked|user|assistant(?: called)?|tool [\w.:-]+|latest request)\s*:\s*", re.I)
-_MARKER = re.compile(r"^(?:THOUGHT:|DISCUSSION\b:?)\s*", re.M)
-_FENCED = re.compile(r"```[^\n]*\n.*?(?:```|\Z)", re.S)
-_MARKUP = re.compile(r"^(?:#{1,6}\s+|[-*+•]\s+|\d+[.)]\s+|>\s*|`{3,}\w*\s*)+")
 SOURCE_WEIGHT = {"user": 3.0, "developer": 3.0, "assistant": 2.0, "tool": 1.0}
-
-
-@dataclass
-class Item:
-    """One line of a section: its text, where it comes from (for conversation order) and a rank
-    score (higher is admitted first)."""
-
-    text: str
-    pos: tuple[int, int]  # (round: 0 for an earlier summary, 1 for this head; index in it)
-    score: float
-
-
-def _scan(text: str) -> str:
-    if len(text) <= 2 * SCAN_CHARS:
-        return text
-    return text[:SCAN_CHARS] + "\n" + text[-SCAN_CHARS:]
-
-
-def sentences(text: str, parts: list[str] | None = None) -> list[str]:
-    """``text``'s sentences, stripped, of three characters or more (``parts``: its split, if made)."""
-    return [s.strip() for s in (_SENTENCE.split(text) if parts is None else parts) if len(s.strip()) > 2]
-
-
-def clip(s: str, n: int = 220) -> str:
-    s = " ".join(s.split())
-    return s if len(s) <= n else s[: n - 1].rstrip() + "…"
 
 
 def _window(line: str, start: int, end: int, n: int = 150) -> str:
@@ -131,70 +97,6 @@ def _window(line: str, start: int, end: int, n: int = 150) -> str:
         sp = line.rfind(" ", end, b)
         b = sp if sp > end else b
     return ("…" if a > 0 else "") + " ".join(line[a:b].split()) + ("…" if b < len(line) else "")
-
-
-def dedupe_key(text: str) -> str:
-    """Items that say the same thing share this key: without the speaker, markup, clipping
-    marks and case; the first 60 characters (an item clipped in one round is its longer self)."""
-    t = _SPEAKER.sub("", text.strip())
-    t = " ".join(t.replace("…", " ").lower().split())
-    return t[:60]
-
-
-def plain_text(sentence: str) -> str:
-    return _MARKUP.sub("", sentence.strip())
-
-
-@dataclass
-class Msg:
-    role: str
-    text: str
-    speaker: str
-    calls: list[tuple[str, str]]  # (name, arguments) of tool calls
-
-    # several sections and the fact scan read a message's sentences: its text is split once
-    @cached_property
-    def parts(self) -> list[str]:
-        """The text split at sentence ends (``_SENTENCE``), as ``_units`` and ``sentences`` take it."""
-        return _SENTENCE.split(self.text)
-
-    @cached_property
-    def sentences(self) -> list[str]:
-        return sentences(self.text, self.parts)
-
-
-def read_messages(head: list[dict[str, Any]]) -> list[Msg]:
-    """Each message's fields read once: role, text, who speaks, tool calls."""
-    names: dict[str, str] = {}
-    out = []
-    harness = harness_keys(head)
-    for m in head:
-        role = m.get("role")
-        text = _scan(content_text(m.get("content")))
-        if role == "user" and is_harness(text, harness):
-            role = "harness"  # a reminder the harness repeats, or injected context: not the user speaking
-        elif role == "user":
-            text = without_injected(text)
-        calls = []
-        if role == "assistant":
-            for call in m.get("tool_calls") or ():
-                parts = call_parts(call)  # function calls and custom ones (Codex's apply_patch)
-                if parts is not None:
-                    calls.append(parts)
-                    if isinstance(call.get("id"), str):
-                        names[call["id"]] = parts[0]
-        if calls and "```" in text:  # a text action's code block: the call carries the command
-            text = _FENCED.sub(" ", text)
-        if role == "assistant" and text.startswith(("THOUGHT:", "DISCUSSION")):  # a harness's format marker
-            text = _MARKER.sub("", text)
-        if role == "tool":
-            # a string in a checked message, or None (no tool_call_id: no name)
-            speaker = f"Tool {names.get(cast(str, m.get('tool_call_id')), 'result')}"
-        else:
-            speaker = "User" if role in ("user", "developer") else "Harness" if role == "harness" \
-                else str(role).capitalize()
-        out.append(Msg(str(role), text, speaker, calls))
-    return out
 
 
 # ---------------------------------------------------------------- facts
@@ -249,7 +151,7 @@ def _units(text: str, lines: bool, parts: list[str] | None = None) -> list[tuple
             at += len(line) + 1
         return out
     at = 0
-    for part in _SENTENCE.split(text) if parts is None else parts:
+    for part in SENTENCE_BREAK.split(text) if parts is None else parts:
         i = text.find(part, at)
         if i < 0:
             continue
@@ -391,7 +293,7 @@ def fact_items(msgs: list[Msg], limit: int | None = None) -> list[Item]:
         shown.add((si, k))
         src = found[si][0]
         start, _, text = src.units[k]
-        lead = len(text) - len(_MARKUP.sub("", text)) if src.width > 110 else 0  # a sentence: without list markers
+        lead = len(text) - len(LIST_MARKUP.sub("", text)) if src.width > 110 else 0  # a sentence: without list markers
         snippet = _window(text[lead:], a - start - lead, b - start - lead, src.width)
         if src.width > 110:
             snippet = snippet.replace("**", "")  # and without emphasis
