@@ -120,3 +120,25 @@ def test_the_local_engine_never_imports_ray_or_pyarrow(tmp_path):
                           str(tmp_path / "o.jsonl")], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "[]"
+
+
+def test_texts_give_back_a_passed_through_line_as_it_was_given():
+    """A str line with a lone surrogate (json.dumps(..., ensure_ascii=False) makes one) fails its
+    record and is passed through; texts() gives that str back, not a UnicodeDecodeError that
+    loses the batch. Bytes that are not UTF-8 come back as surrogate escapes of the same bytes."""
+    lone = json.dumps({"messages": [{"role": "user", "content": "a\ud800b"}]}, ensure_ascii=False)
+    raw = b'{"messages": [{"role": "user", "content": "x"}]}\xff\n'
+    good = json.dumps({"messages": [{"role": "user", "content": "fine"}]})
+    res = process_lines([lone, raw, good], "toolcall", keep=4)
+    assert [i["status"] for i in res.items] == ["INVALID_INPUT", "INVALID_INPUT", "NOTHING_TO_CONDENSE"]
+    texts = res.texts()
+    assert texts[0] == lone and texts[2] == good
+    assert texts[1].encode("utf-8", "surrogateescape") == raw[:-1]
+
+
+@pytest.mark.parametrize("kwargs", [{"first_line": "1"}, {"first_line": None}, {"first_line": 0},
+                                    {"first_line": 1.5}, {"first_line": True}, {"source": None},
+                                    {"source": b"x.jsonl"}])
+def test_process_lines_refuses_what_would_misname_the_records(kwargs):
+    with pytest.raises(UsageError, match=r"first_line|source"):
+        process_lines([b'{"messages": []}\n'], "toolcall", **kwargs)

@@ -14,6 +14,8 @@ from collections import Counter, defaultdict
 import orjson
 import pytest
 from helpers import FIXTURES, ROOT
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compactor_cli.backends import SummaryRequest
 from compactor_cli.backends.extractive import ExtractiveBackend, dedupe_key
@@ -24,7 +26,7 @@ from compactor_cli.status import Status
 from compactor_cli.tiers.summarize import summarize_dump
 
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from bench_recall import KINDS, plant  # noqa: E402
+from bench_recall import KINDS, plant
 
 REAL = ["taubench_airline_5.jsonl", "swe_agent_3.jsonl", "claude_code_session.json", "llm-answers/conversations.jsonl"]
 SPEAKER = re.compile(r"^(User|Assistant|Assistant called [\w.:-]+|Tool [\w.:-]+): \S")
@@ -232,3 +234,32 @@ def test_a_request_the_head_saw_done_is_not_pending_and_one_awaiting_a_reply_is(
     assert "rename the export module" in done["overview"]
     asked = sections("I found two modules named export. Which one should I rename?")
     assert "Latest request: Please rename the export module" in asked["pending_tasks"]
+
+
+def _next_turns_reference(msgs):
+    """extractive._next_turns as first written (the sum recounted per message): the reference."""
+    sides, seg_of = [], []
+    for m in msgs:
+        side = "user" if m.role == "user" else "agent" if m.role in ("assistant", "tool") else None
+        if side is None:
+            seg_of.append(None)
+            continue
+        if not sides or sides[-1][0] != side:
+            sides.append((side, []))
+        if m.role != "tool" and sum(len(t) for t in sides[-1][1]) < 4000:
+            sides[-1][1].append(m.text[:4000])
+        seg_of.append(len(sides) - 1)
+    return [None if k is None or k + 1 >= len(sides) else "\n".join(sides[k + 1][1]) for k in seg_of]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["user", "assistant", "tool", "system", "developer"]),
+                          st.sampled_from(["", "ok", "x" * 1500, "y" * 3999, "z" * 5000])), max_size=40))
+def test_next_turns_keeps_its_sum_instead_of_recounting_it(turns):
+    """The sum of what a side said is kept as it grows (a run of 100,000 messages without text
+    recounted it per message: quadratic); the replies are the reference's."""
+    from compactor_cli.backends.extractive import _next_turns
+    from compactor_cli.backends.messages import Msg
+
+    msgs = [Msg(role, text, role, []) for role, text in turns]
+    assert _next_turns(msgs) == _next_turns_reference(msgs)

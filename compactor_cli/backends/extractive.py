@@ -246,6 +246,7 @@ def _next_turns(msgs: list[Msg]) -> list[str | None]:
     what the agent wrote until the user spoke again (not its tool output, which mentions much
     and answers nothing by itself); None when the other side never spoke after it."""
     sides: list[tuple[str, list[str]]] = []
+    said = 0  # characters in the current side's texts (a sum kept, not recounted per message)
     seg_of: list[int | None] = []
     for m in msgs:
         side = "user" if m.role == "user" else "agent" if m.role in ("assistant", "tool") else None
@@ -254,10 +255,13 @@ def _next_turns(msgs: list[Msg]) -> list[str | None]:
             continue
         if not sides or sides[-1][0] != side:
             sides.append((side, []))
-        if m.role != "tool" and sum(len(t) for t in sides[-1][1]) < 4000:  # what was said, not tool output
+            said = 0
+        if m.role != "tool" and said < 4000:  # what was said, not tool output
             sides[-1][1].append(m.text[:4000])
+            said += len(sides[-1][1][-1])
         seg_of.append(len(sides) - 1)
-    return [None if k is None or k + 1 >= len(sides) else "\n".join(sides[k + 1][1]) for k in seg_of]
+    replies = ["\n".join(texts) for _, texts in sides[1:]] + [None]  # side k's reply: side k + 1's texts, joined once
+    return [None if k is None else replies[k] for k in seg_of]
 
 
 def _answered(question: str, reply: str | None) -> bool:

@@ -83,13 +83,19 @@ class BatchResult:
 
     def texts(self, keep_linebreaks: bool = False) -> list[str | None]:
         """The outputs as ``str`` (a ``datasets`` text column): without their line end, or with it
-        (``keep_linebreaks=True``, as ``load_dataset("text", keep_linebreaks=True)`` gives lines)."""
+        (``keep_linebreaks=True``, as ``load_dataset("text", keep_linebreaks=True)`` gives lines).
+        A line passed through unchanged comes back as it was given: a ``str`` line's lone
+        surrogate as that surrogate; bytes that are not UTF-8 as surrogate escapes (U+DC80-U+DCFF,
+        as Python's ``os`` functions give undecodable bytes), which encode back to the same bytes."""
         texts: list[str | None] = []
         for o in self.outputs:
             if o is None:
                 texts.append(None)
             else:
-                text = o.decode("utf-8")
+                try:
+                    text = o.decode("utf-8", "surrogatepass")
+                except UnicodeDecodeError:
+                    text = o.decode("utf-8", "surrogateescape")
                 texts.append(text if keep_linebreaks or not text.endswith("\n") else text[:-1])
         return texts
 
@@ -120,6 +126,10 @@ def process_lines(lines: Iterable[bytes | str], settings: Settings | str, *, sou
     elif not isinstance(settings, Settings):
         raise UsageError(f"settings: expected a Settings from settings_for or a command name, got "
                          f"{type(settings).__name__}")
+    if type(first_line) is not int or first_line < 1:
+        raise UsageError(f"first_line: expected the line number of lines[0], an int of 1 or more, got {first_line!r}")
+    if not isinstance(source, str):
+        raise UsageError(f"source: expected the file name (a str) the report items give, got {type(source).__name__}")
     records: list[Record] = []
     line_no = first_line - 1
     for line in lines:
