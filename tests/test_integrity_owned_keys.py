@@ -15,6 +15,7 @@ from strategies import TEXT, conversations
 
 from compactor_cli import check_conversation, placeholder_for, reclaim_tool_results
 from compactor_cli.cli import cli
+from compactor_cli.errors import InvalidInputError
 
 OWNED = ("compacted_tool_results", "summarized_messages", "compaction_counter", "xcompact", "tokens_used")
 
@@ -219,6 +220,11 @@ def test_malformed_owned_keys_are_named_by_check_conversation(key, value, pointe
     dump[key] = value
     fatal = [p for p in check_conversation(dump) if p.fatal]
     assert fatal and fatal[0].pointer == pointer and key in str(fatal[0])
+    # the library's tier 1 checks them as summarize_dump and restore_conversation do: its own
+    # error, naming where, not a ValueError or AttributeError from inside, nor a store accepted
+    with pytest.raises(InvalidInputError) as raised:
+        reclaim_tool_results(dump, keep=0)
+    assert raised.value.pointer == pointer and dump[key] == value
 
 
 @pytest.mark.parametrize("command", ["toolcall", "restore", "validate", "compact"])

@@ -122,11 +122,13 @@ def _check_args(dump: Any, keep: Any, options: dict[str, Any]) -> None:
 
 
 def _check_dump(dump: Any, offsets: Any) -> None:
-    """_check_args' checks of the dump and of ``key_offsets``, the options aside."""
+    """_check_args' checks of the dump and of ``key_offsets``, the options aside: outside a
+    record loop's walk, the messages' shapes and the keys xcompact owns too, as summarize_dump
+    and restore_conversation check them (a malformed store is an InvalidInputError naming it)."""
     if not (type(dump) is dict and prescan(dump.get("messages")) is not None):  # a walked one is fine
         from . import arguments as check
 
-        check.conversation(dump)
+        check.conversation(dump, shape=True)
     _check_offsets(offsets)
 
 
