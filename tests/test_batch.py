@@ -142,3 +142,23 @@ def test_texts_give_back_a_passed_through_line_as_it_was_given():
 def test_process_lines_refuses_what_would_misname_the_records(kwargs):
     with pytest.raises(UsageError, match=r"first_line|source"):
         process_lines([b'{"messages": []}\n'], "toolcall", **kwargs)
+
+
+@pytest.mark.parametrize("command, options", [
+    ("toolcall", {"keep": 4.5}), ("toolcall", {"keep": True}), ("toolcall", {"keep": []}), ("toolcall", {"keep": "abc"}),
+    ("toolcall", {"strict": []}), ("toolcall", {"clear_tool_inputs": 1}), ("toolcall", {"exclude_tools": "bash"}),
+    ("toolcall", {"images": "keep-last 1"}), ("compact", {"token_threshold": 1000.0}),
+])
+def test_a_value_of_the_wrong_kind_is_a_usage_error_not_a_coercion(command, options):
+    """click reads command-line text: given Python values it would take 4.5 or True as the count
+    4 or 1, and "bash" for a list as its letters. The batch function refuses them."""
+    with pytest.raises(UsageError, match=next(iter(options))):
+        settings_for(command, **options)
+
+
+def test_none_is_the_default():
+    """An option given as None takes the CLI's default (it made every record fail before)."""
+    assert settings_for("toolcall", keep=None, encoding=None, dedup_reads=None) == settings_for("toolcall")
+    assert settings_for("summarize", backend=None) == settings_for("summarize")
+    res = process_lines([orjson.dumps(tool_conv(n_tools=20)) + b"\n"], "toolcall", keep=None)
+    assert res.items[0]["status"] == "RECLAIMED"

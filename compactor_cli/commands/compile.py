@@ -59,13 +59,41 @@ def configure(command: str, **options: Any) -> Configured:
     if unknown:
         raise UsageError(f"{command} has no option {', '.join(unknown)}; its options are {', '.join(sorted(params))}")
     ctx = click.Context(click_command(command))
+    given = {name: value for name, value in options.items() if value is not None}  # None: the default
     values: dict[str, Any] = {}
     for name, param in params.items():
+        if name in given:
+            _check_kind(name, param, given[name])
         try:
-            values[param.name] = param.process_value(ctx, options[name] if name in options else param.get_default(ctx))
+            values[param.name] = param.process_value(ctx, given[name] if name in given else param.get_default(ctx))
         except click.BadParameter as exc:
             raise UsageError(exc.format_message()) from None
-    return build(command, values, explicit={params[n].name for n in options})
+        except (TypeError, ValueError, AttributeError) as exc:  # a value click cannot even read
+            raise UsageError(f"{name}: {given.get(name)!r} is not a value this option takes ({exc})") from None
+    return build(command, values, explicit={params[n].name for n in given})
+
+
+def _check_kind(name: str, param: Any, value: Any) -> None:
+    """A keyword's value of the kind its option takes, before click converts it: click reads
+    command-line text, so it would take 4.5 or True as the count 4 or 1 and "bash" for a list as
+    its letters."""
+    if getattr(param, "multiple", False):
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, set, frozenset)):
+            raise UsageError(f"{name}: expected a list, got {type(value).__name__}")
+        return
+    if getattr(param, "nargs", 1) > 1 and not isinstance(value, (list, tuple)):
+        raise UsageError(f"{name}: expected {param.nargs} values as a tuple, got {type(value).__name__} {value!r}")
+    if getattr(param, "is_flag", False) and isinstance(param.type, click.types.BoolParamType):
+        kind: tuple[type, ...] = (bool,)
+    elif isinstance(param.type, click.types.IntParamType):
+        kind = (int,)
+    elif isinstance(param.type, click.types.FloatParamType):
+        kind = (int, float)
+    else:
+        return
+    if isinstance(value, bool) is not (kind == (bool,)) or not isinstance(value, kind):
+        raise UsageError(f"{name}: expected {' or '.join(k.__name__ for k in kind)}, got {type(value).__name__} "
+                         f"{value!r}")
 
 
 def settings_for(command: str, **options: Any) -> Settings:
