@@ -162,3 +162,37 @@ def test_none_is_the_default():
     assert settings_for("summarize", backend=None) == settings_for("summarize")
     res = process_lines([orjson.dumps(tool_conv(n_tools=20)) + b"\n"], "toolcall", keep=None)
     assert res.items[0]["status"] == "RECLAIMED"
+
+
+def test_files_by_path_and_lines_of_the_wrong_kind(tmp_path):
+    """read_lines, write_lines, load_conversations and formats.read_file take a str or a
+    pathlib.Path; anything else, and lines that are not bytes, are UsageErrors before any file
+    is made (str lines were an AttributeError, a path of None wrote to stdout)."""
+    from pathlib import Path
+
+    from compactor_cli import formats, load_conversations
+    from compactor_cli.batch import read_lines, write_lines
+
+    src = Path(FIXTURES) / "taubench_airline_5.jsonl"
+    lines = list(read_lines(src))
+    assert len(lines) == 5 == len(list(load_conversations(src))) == len(list(formats.read_file(src)))
+    assert write_lines(tmp_path / "copy.jsonl", lines) == src.stat().st_size
+    assert (tmp_path / "copy.jsonl").read_bytes() == src.read_bytes()
+    for path, given, what in ((tmp_path / "o.jsonl", ["a str line\n"], "not bytes"),
+                              (tmp_path / "o.jsonl", b"one bytes object", "iterable"),
+                              (None, [b"x\n"], "file name")):
+        with pytest.raises(UsageError, match=what):
+            write_lines(path, given)
+    for reader in (read_lines, load_conversations, formats.read_file):
+        with pytest.raises(UsageError, match="file name"):
+            list(reader(5))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.jsonl"]  # nothing left behind
+
+
+def test_read_file_names_the_line_of_the_record_it_cannot_read(tmp_path):
+    from compactor_cli import formats
+    from compactor_cli.errors import InvalidInputError
+
+    (tmp_path / "m.jsonl").write_bytes(b'{"messages": [{"role": "user", "content": "a"}]}\n\n{broken\n')
+    with pytest.raises(InvalidInputError, match=r"^line 3: broken JSON"):
+        list(formats.read_file(tmp_path / "m.jsonl"))

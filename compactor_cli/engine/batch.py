@@ -27,6 +27,7 @@ the same way (a bad value is a ``UsageError`` with the CLI's message). A ``pypro
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -191,27 +192,33 @@ def report_for(settings: Settings | Configured | str, items: Iterable[ReportItem
 # ---------------------------------------------------------------- files
 
 
-def read_lines(path: str) -> Iterator[bytes]:
+def read_lines(path: str | os.PathLike[str]) -> Iterator[bytes]:
     """The lines of a JSONL file ("-": stdin), line ends kept, decompressed as they are read when
     the name ends in ``.gz``/``.zst``/``.bz2``/``.xz``: what ``process_lines`` takes. Never holds
     the file. Raises InvalidInputError (a truncated or damaged compressed file) or OSError."""
-    from ..files.records import open_stream
+    from ..files.records import open_stream, path_arg
 
-    with open_stream(path) as stream:
+    with open_stream(path_arg(path)) as stream:
         yield from stream
 
 
-def write_lines(path: str, lines: Iterable[bytes | None]) -> int:
+def write_lines(path: str | os.PathLike[str], lines: Iterable[bytes | None]) -> int:
     """Write output lines (``result.lines``, or ``outputs`` with their Nones) to ``path`` as the
     CLI writes an output: in a temporary file created exclusively beside it, renamed into place
     when complete and removed on any failure, compressed by the name's suffix. Returns the
     number of (uncompressed) bytes written."""
+    from ..files.records import path_arg
     from ..files.sinks import open_sink
 
-    sink = open_sink(path, compress=True)
+    if isinstance(lines, (str, bytes, bytearray, memoryview)) or not isinstance(lines, Iterable):
+        raise UsageError(f"lines: expected an iterable of bytes lines (result.lines), got {type(lines).__name__}")
+    sink = open_sink(path_arg(path), compress=True)
     written = 0
     try:
-        for line in lines:
+        for n, line in enumerate(lines, 1):
+            if line is not None and not isinstance(line, bytes):
+                raise UsageError(f"lines: line {n} is {type(line).__name__}, not bytes (give result.lines, "
+                                 "or encode str lines as UTF-8)")
             if line is not None:
                 sink.write(line)
                 written += len(line)

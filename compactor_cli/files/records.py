@@ -17,7 +17,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, UsageError
 from ..model.conversation import normalize_record
 from ..model.exact_numbers import orjson_default
 from .compression import CorruptInput, RecordTooLarge, codec_of, max_record_bytes, open_decoded, plain_name, too_large
@@ -387,9 +387,20 @@ def _iter_jsonl(fh: Any, display: str, start: int = 0, start_line: int = 1) -> I
         raise InvalidInputError("empty file: expected one conversation per line (JSONL)")
 
 
-def load_conversations(path: str) -> Iterator[LoadedConversation]:
+def path_arg(path: Any, name: str = "path") -> str:
+    """A library function's file argument as the str the readers take: a str or an os.PathLike
+    (a ``pathlib.Path``); anything else is a UsageError, not a TypeError from deep inside."""
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str):
+        raise UsageError(f"{name}: expected a file name (str or pathlib.Path), got {type(path).__name__}")
+    return path
+
+
+def load_conversations(path: str | os.PathLike[str]) -> Iterator[LoadedConversation]:
     """Library entry point: parse every conversation of a file (or ``-``), never raising for a
     bad record; its ``error`` says what is wrong."""
+    path = path_arg(path)
     try:
         for rec in iter_records(path):
             try:

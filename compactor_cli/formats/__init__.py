@@ -320,13 +320,20 @@ def file_format(path: str, from_: str = "auto") -> str | None:
         return None
 
 
-def read_file(path: str, from_: str = "auto", history: str = "since-compaction"
+def read_file(path: str | os.PathLike[str], from_: str = "auto", history: str = "since-compaction"
               ) -> Iterator[tuple[str | int | None, dict, Codec]]:
     """Library entry point: every conversation of one file as (where, internal dump, codec);
-    raises InvalidInputError for the first record that cannot be read. ``history``: where a
-    Claude Code log is read from ("since-compaction" or "full")."""
-    for rec in iter_records(path, from_=from_):
-        dump, codec = parse_record(rec.raw, from_, source=rec.source, line=rec.line, history=history)
+    raises InvalidInputError for the first record that cannot be read, naming its line.
+    ``history``: where a Claude Code log is read from ("since-compaction" or "full")."""
+    from ..files.records import path_arg
+
+    for rec in iter_records(path_arg(path), from_=from_):
+        try:
+            dump, codec = parse_record(rec.raw, from_, source=rec.source, line=rec.line, history=history)
+        except InvalidInputError as exc:
+            if rec.line is None:
+                raise
+            raise InvalidInputError(f"line {rec.line}: {exc.args[0]}", exc.pointer) from None
         yield rec.line, dump, codec
 
 
