@@ -89,6 +89,14 @@ def test_negative_counts_and_wrong_kinds_are_refused_naming_the_argument(make):
         make()
 
 
+def test_summarize_offers_no_none_it_would_refuse():
+    """keep_recent=None is compact's Policy's (fit to the threshold), not summarize's: the
+    message for a wrong value does not offer it."""
+    for value in ("x", None):
+        with pytest.raises(UsageError, match=r"^keep_recent must be a non-negative integer, got"):
+            summarize_dump(VALID, keep_recent=value)
+
+
 @settings(deadline=None)
 @given(conversations())
 def test_valid_conversations_still_pass_the_boundary(dump):

@@ -85,8 +85,8 @@ class SummarizeOptions:
     def __post_init__(self) -> None:
         from .arguments import count
 
+        count("keep_recent", self.keep_recent)  # first: a number here (only compact's Policy fits it: None)
         _check_fields(self)
-        count("keep_recent", self.keep_recent)  # a number here (only compact's Policy fits it: None)
 
 
 @dataclass
