@@ -257,8 +257,9 @@ def _next_turns(msgs: list[Msg]) -> list[str | None]:
             sides.append((side, []))
             said = 0
         if m.role != "tool" and said < 4000:  # what was said, not tool output
-            sides[-1][1].append(m.text[:4000])
-            said += len(sides[-1][1][-1])
+            text = m.text[:4000]
+            sides[-1][1].append(text)
+            said += len(text)
         seg_of.append(len(sides) - 1)
     replies = ["\n".join(texts) for _, texts in sides[1:]] + [None]  # side k's reply: side k + 1's texts, joined once
     return [None if k is None else replies[k] for k in seg_of]

@@ -105,7 +105,7 @@ class OpenAIBackend(ServerDialogue):
         # a local server (llama-cpp-python, llama-server without -np) works one request at a time:
         # more in flight only wait in its queue, where the timeout runs too
         self.concurrency = opts.concurrency or (1 if local else 4)
-        if not self._key and not self.base_url:
+        if lacks_key(opts):  # the one rule, which the CLI applies before it announces the server
             raise UsageError(NEEDS_KEY)
         self._secrets = collect_secrets(self._key, self.base_url)
         # which server answers is part of the cache key; its credentials are not
