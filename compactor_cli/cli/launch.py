@@ -160,12 +160,12 @@ def _run_ray(settings: Any, io: dict[str, Any], parameters: dict[str, Any]) -> N
 def announce_server(settings: Any) -> None:
     """Once per run that sends conversations to a model server, before anything is sent: to
     which host (no user-info, no key) and why, even with -q (it says where the data goes)."""
-    from ..backends.config import BadServerURL, server_host, server_url
-    from ..backends.openai_backend import NEEDS_KEY, lacks_key
-
     backend = getattr(settings, "backend", None)
     if backend is None or backend.name != "openai" or backend.openai is None:
         return
+    from ..backends.config import BadServerURL, server_host, server_url
+    from ..backends.openai_backend import NEEDS_KEY, lacks_key
+
     if lacks_key(backend.openai):  # refused before it is said to be sending anything
         raise click.UsageError(NEEDS_KEY)
     try:
