@@ -26,4 +26,7 @@ class Status(str, Enum):
 
     @property
     def failed(self) -> bool:
-        return self in (Status.INVALID_INPUT, Status.SUMMARIZE_FAILED, Status.STILL_OVER)
+        return self in _FAILED
+
+
+_FAILED = frozenset({Status.INVALID_INPUT, Status.SUMMARIZE_FAILED, Status.STILL_OVER})

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..model.tokens import chosen_counter
 from ..status import Status
 from ..tiers.result import TierResult
+from ..tiers.store import head_tool_counts
 from ..tiers.toolcall import reclaim_tool_results
 from . import options as opt
 from .base import Command, Transform
@@ -59,9 +61,6 @@ Result = TierResult
 
 
 def op_toolcall(dump: dict, settings: Settings) -> Result:
-    from ..model.tokens import chosen_counter
-    from ..tiers.cut import head_tool_counts
-
     counter = chosen_counter()  # set for this record whenever tokens are counted (--trigger needs them)
     if settings.trigger is not None and counter is not None:
         size = counter.conversation(dump["messages"])

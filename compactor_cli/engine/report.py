@@ -26,6 +26,10 @@ EXIT_USAGE = 2  # bad options or arguments; nothing was processed
 EXIT_INTERRUPTED = 130
 EXIT_STDOUT_CLOSED = 141  # a reader closed our stdout (| head): stop quietly, as SIGPIPE would
 
+#: Statuses Report.add tests on every item (an enum member's ``.value`` is a Python-level lookup).
+_OVER_THRESHOLD = Status.OVER_THRESHOLD.value
+_INVALID_INPUT = Status.INVALID_INPUT.value
+
 
 class ReportItem(TypedDict, total=False):
     """One conversation's entry in the report (schemas/report.schema.json ``$defs/item``): the
@@ -198,7 +202,7 @@ class Report:
         self.conversations += 1
         status = item["status"]
         self.statuses[status] += 1
-        if status == Status.OVER_THRESHOLD.value:
+        if status == _OVER_THRESHOLD:
             self.check_failed = True
         warnings = item.get("warning_count") or len(item.get("warnings") or ())
         self.warnings += warnings
@@ -209,7 +213,7 @@ class Report:
         if item.get("fallback") == "extractive" or (isinstance(rounds, list) and any(
                 isinstance(r, dict) and r.get("fallback") == "extractive" for r in rounds)):
             self.fallbacks += 1
-        if status not in (Status.INVALID_INPUT.value,):
+        if status != _INVALID_INPUT:
             self.reclaimed_count += item.get("reclaimed_count") or 0
             if item.get("reclaimed_fraction") is not None:
                 self.fraction_sum += item["reclaimed_fraction"]

@@ -243,7 +243,7 @@ def _process_record(rec: Record, transform: Transform, settings: Settings, count
         chosen = _choose(counter, dump, codec)
         with counting_with(chosen[0]):
             result = transform(dump, settings)
-        assert not inspect.isawaitable(result), "use process_record_async for coroutine transforms"
+        assert type(result) is tuple or not inspect.isawaitable(result), "use process_record_async for coroutines"
         return _finish(rec, settings, chosen, dump, codec, warnings, result, exact)
     except _NeedsExact:
         return process_record(rec, transform, settings, counter, exact=True)

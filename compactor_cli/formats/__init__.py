@@ -25,7 +25,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import InvalidInputError
+from ..files.records import NeedsExactParse, parse_exact, parse_json
 from .base import DUMP_KEY, FILE_LEVEL, FORMATS, LOG_FORMATS, MSG_KEY, REQUEST_FORMATS, SOURCE_KEY, Codec, LogCodec
+from .detect import NAMES, Ambiguous, closest, detect, is_line_of, likely, wrong_format
+from .openai_fmt import read_openai
 
 __all__ = ["DUMP_KEY", "FILE_LEVEL", "FORMATS", "FROM_CHOICES", "LOG_FORMATS", "MSG_KEY", "REQUEST_FORMATS",
            "SOURCE_KEY", "Codec", "adjust_cut", "detect_format", "file_format", "forced_user", "iter_records",
@@ -49,8 +52,6 @@ def forced_user(messages: list[dict], head: list[int], kept: list[int]) -> int |
 def detect_format(obj: Any) -> str:
     """The format of a parsed record (``--from auto``). InvalidInputError for an ambiguous or
     unknown shape, with a hint naming the closest format."""
-    from .detect import NAMES, Ambiguous, closest, detect
-
     try:
         found = detect(obj)
     except Ambiguous as exc:
@@ -89,13 +90,9 @@ def read(obj: Any, from_: str = "auto", source: str | None = None, line: int | N
         except InvalidInputError as exc:
             if from_ == "auto":
                 raise
-            from .detect import likely
-
             raise _with_hint(exc, likely(obj), fmt) from None
     if fmt in FILE_LEVEL:
         if events is None:
-            from .detect import NAMES
-
             raise InvalidInputError(f"this is one line of {NAMES[fmt]}, whose whole file is one conversation: "
                                     f"read the file with --from {fmt}")
         try:
@@ -121,16 +118,12 @@ def read(obj: Any, from_: str = "auto", source: str | None = None, line: int | N
     try:
         dump, notes = reader(obj, source, line)
     except InvalidInputError as exc:
-        from .detect import likely
-
         raise _with_hint(exc, likely(obj), fmt) from None
     return dump, LogCodec(fmt, obj, notes)
 
 
 def _read_request(obj: Any, fmt: str) -> tuple[dict, Codec]:
     if fmt == "openai":
-        from .openai_fmt import read_openai
-
         return read_openai(obj)
     if fmt == "anthropic":
         from .anthropic import read_anthropic
@@ -145,8 +138,6 @@ def _with_hint(exc: InvalidInputError, found: str | None, named: str) -> Invalid
     """``exc``, led by the wrong-format clause when the record looks like another format."""
     if not found or found == named:
         return exc
-    from .detect import wrong_format
-
     return InvalidInputError(f"{wrong_format(found, named)} (read as {named}: {exc})")
 
 
@@ -154,16 +145,12 @@ def wrong_format_hint(obj: Any, named: str) -> str | None:
     """The wrong-format clause for a parsed record read with ``--from named``, or None."""
     if named == "auto":
         return None
-    from .detect import likely, wrong_format
-
     found = likely(obj)
     return wrong_format(found, named) if found and found != named else None
 
 
 def _events_format(events: list[tuple[int, Any]]) -> str | None:
     """The format the first line of a file read line by line looks like."""
-    from .detect import likely
-
     for _, e in events[:1]:
         return likely(e)
     return None
@@ -172,8 +159,6 @@ def _events_format(events: list[tuple[int, Any]]) -> str | None:
 def _refuse_foreign_lines(fmt: str, events: list[tuple[int, Any]]) -> None:
     """A file-level log none of whose lines its reader knows (every one skipped) is another
     format read with the wrong ``--from``: an error, never an empty conversation."""
-    from .detect import NAMES, is_line_of, wrong_format
-
     if any(is_line_of(fmt, e) for _, e in events):
         return
     found = _events_format(events)
@@ -185,8 +170,6 @@ def _refuse_foreign_lines(fmt: str, events: list[tuple[int, Any]]) -> None:
 
 
 def _split_lines(raw: bytes, exact: bool) -> list[tuple[int, Any]]:
-    from ..files.records import NeedsExactParse, parse_exact, parse_json
-
     events = []
     for n, line in enumerate(raw.split(b"\n"), 1):
         if line.strip():
@@ -203,8 +186,6 @@ def parse_record(raw: bytes, from_: str = "auto", exact: bool = False, source: s
                  line: int | None = None, history: str = "since-compaction") -> tuple[dict, Codec]:
     """Bytes of one record -> (internal dump, codec); InvalidInputError when it is not a
     conversation in that format. A Claude Code or Codex record is the bytes of a whole file."""
-    from ..files.records import NeedsExactParse, parse_exact, parse_json
-
     if from_ in FILE_LEVEL:
         try:
             events = _split_lines(raw, exact)
@@ -227,9 +208,6 @@ def parse_record(raw: bytes, from_: str = "auto", exact: bool = False, source: s
 def _document_hint(raw: bytes, exc: InvalidInputError, named: str) -> InvalidInputError:
     """A file read line by line (``--from claude-code``/``codex``) that is one JSON document
     over several lines (a pretty-printed trajectory): name what it looks like, not "broken JSON"."""
-    from ..files.records import parse_json
-    from .detect import NAMES, likely, wrong_format
-
     if not str(exc).startswith("line ") or "broken JSON" not in str(exc):
         return exc
     try:
@@ -245,7 +223,6 @@ def _document_hint(raw: bytes, exc: InvalidInputError, named: str) -> InvalidInp
 
 def _lines_format(head: bytes) -> str | None:
     """The file-level format whose first line ``head`` starts with, or None."""
-    from ..files.records import parse_json
     from .claude_code import looks_like_line as cc
     from .codex import looks_like_line as cx
 
@@ -299,8 +276,6 @@ def _refuse_whole_file_log(stream: Any, named: str) -> None:
     the file (its lines are one conversation), not one per line."""
     found = sniff_format(stream, "auto")
     if found is not None:
-        from .detect import wrong_format
-
         raise InvalidInputError(f"{wrong_format(found, named)} (its whole file is one conversation)")
 
 

@@ -27,6 +27,7 @@ import orjson
 
 from ..errors import InvalidInputError
 from ..files.exact import ExactReader, dumps_exact, risky_number
+from ..model.checks import check_conversation
 from ..model.conversation import Problem
 from ..model.exact_numbers import orjson_default
 from ..model.format_names import FILE_LEVEL, FORMATS, LOG_FORMATS, REQUEST_FORMATS  # noqa: F401  (read from here too)
@@ -146,8 +147,6 @@ class Codec:
 
     def problems(self, dump: dict) -> list[Problem]:
         """Fatal shape errors first, then structural warnings (as check_conversation)."""
-        from ..model.checks import check_conversation
-
         return check_conversation(dump)
 
 

@@ -19,8 +19,6 @@ quicktok's).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
@@ -304,11 +302,17 @@ def chosen_counter() -> TokenCounter | None:
     return _chosen.get()
 
 
-@contextmanager
-def counting_with(counter: TokenCounter | None) -> Iterator[None]:
-    """Inside the block (one record, in its own context or task), ``Counters`` count with ``counter``."""
-    token = _chosen.set(counter)
-    try:
-        yield
-    finally:
-        _chosen.reset(token)
+class counting_with:
+    """Inside the block (one record, in its own context or task), ``Counters`` count with ``counter``.
+    A class, not a generator: it is entered once per record of a run."""
+
+    __slots__ = ("counter", "token")
+
+    def __init__(self, counter: TokenCounter | None) -> None:
+        self.counter = counter
+
+    def __enter__(self) -> None:
+        self.token = _chosen.set(self.counter)
+
+    def __exit__(self, *exc: object) -> None:
+        _chosen.reset(self.token)
