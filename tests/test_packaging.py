@@ -51,14 +51,14 @@ def test_wheel_holds_every_module_of_the_source_tree(wheel):
     assert not missing, f"the wheel lacks {missing}"
 
 
-@pytest.mark.parametrize("name", ["_walk", "_vocab"])
+@pytest.mark.parametrize("name", ["model/_walk", "model/_vocab", "files/_exact"])
 def test_wheel_holds_the_compiled_parts_and_their_stubs(wheel, name):
-    """model/_walk.c and model/_vocab.c built for this platform (optional in the build: a machine
-    without a C compiler gets a wheel without them, which runs the same code in Python; CI's build
-    must not be one)."""
+    """model/_walk.c, model/_vocab.c and files/_exact.c built for this platform (optional in the
+    build: a machine without a C compiler gets a wheel without them, which runs the same code in
+    Python; CI's build must not be one)."""
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert any(n.startswith(f"compactor_cli/model/{name}.") and n.endswith(".so") for n in names), name
-    assert f"compactor_cli/model/{name}.pyi" in names
+    assert any(n.startswith(f"compactor_cli/{name}.") and n.endswith(".so") for n in names), name
+    assert f"compactor_cli/{name}.pyi" in names
 
 
 def test_wheel_declares_console_script_and_dependency_floors(wheel):

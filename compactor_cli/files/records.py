@@ -18,6 +18,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from ..errors import InvalidInputError, UsageError
+from ..model.compiled import extension
 from ..model.conversation import normalize_record
 from ..model.exact_numbers import orjson_default
 from .compression import CorruptInput, RecordTooLarge, codec_of, max_record_bytes, open_decoded, plain_name, too_large
@@ -114,6 +115,8 @@ def lossless_problems(raw: bytes, parsed: Any) -> tuple[bool, list[str]]:
     "e+"; a long number or exponent; fewer colons than the input) and are then confirmed by the lossless
     parser. Raises InvalidInputError when the record cannot be written
     at all (nested deeper than orjson writes)."""
+    if _surely_lossless(raw, parsed):
+        return False, []
     try:
         canon = orjson.dumps(parsed)
     except orjson.JSONEncodeError as exc:
@@ -130,6 +133,23 @@ def lossless_problems(raw: bytes, parsed: Any) -> tuple[bool, list[str]]:
     except (ValueError, RecursionError):
         return False, []
     return exact.big_ints > 0 or exact.inexact_floats > 0, exact.duplicates
+
+
+#: The compiled quick answer (files/_exact.c), or None (model/compiled.py).
+_EXACT = extension("_exact", __package__)
+
+
+def _surely_lossless(raw: bytes, parsed: Any) -> bool:
+    """Whether the fast parse of ``raw`` certainly lost nothing, without writing it again: as
+    many object members as colons outside strings (no repeated key dropped) and no number of 16
+    digits or more or with a 3-digit exponent (every number held exactly). False: not sure, and
+    lossless_problems decides as it always did (also where the extension is not built)."""
+    if _EXACT is None:
+        return False
+    found = _EXACT.scan(raw)
+    if found is None or found[1]:
+        return False
+    return bool(_EXACT.members(parsed) == found[0])
 
 
 def _encode_reason(exc: Exception) -> str:

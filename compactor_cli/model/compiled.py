@@ -1,4 +1,5 @@
-"""The optional C extensions of model/ (``_walk.c``, ``_vocab.c``): loaded once, or None.
+"""The optional C extensions (model/``_walk.c``, model/``_vocab.c``, files/``_exact.c``): loaded
+once, or None.
 
 Each does exactly what a Python function beside it does, faster; setuptools builds them where a
 C compiler is (pyproject.toml), and the package runs without them where none is.
@@ -11,11 +12,12 @@ import os
 from typing import Any
 
 
-def extension(name: str) -> Any:
-    """``compactor_cli.model.<name>``, or None: not built, or XCOMPACT_PURE_PYTHON set."""
+def extension(name: str, package: str = __package__) -> Any:
+    """``<package>.<name>`` (``compactor_cli.model`` unless named), or None: not built, or
+    XCOMPACT_PURE_PYTHON set."""
     if os.environ.get("XCOMPACT_PURE_PYTHON"):
         return None
     try:
-        return importlib.import_module(f"{__package__}.{name}")
+        return importlib.import_module(f"{package}.{name}")
     except ImportError:
         return None
