@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactor_cli.model import conversation
+from compactor_cli.model.checks import check_pairing, pairing_problems
 from compactor_cli.model.conversation import _length, _scan, walk
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures")
@@ -85,6 +86,21 @@ def test_the_compiled_walk_is_built() -> None:
 def test_the_compiled_walk_finds_what_the_python_walk_finds(msgs: list[Any]) -> None:
     assert walk(msgs) == _scan(msgs)
     assert conversation.estimated_message_length(msgs) == _length(msgs)
+    _same_pairing(msgs)
+
+
+def _same_pairing(msgs: list[Any]) -> None:
+    """Where the walk finds no shape error, the compiled pairing check decides, and says what
+    check_pairing says, in its order (elsewhere it may give the case back, never answer wrongly)."""
+    compiled = conversation._WALK
+    assert compiled is not None
+    found = compiled.pairing(msgs)
+    if found is not NotImplemented:
+        assert found == [(p.pointer, p.message) for p in check_pairing(msgs)]
+    walked = compiled.scan(msgs, conversation.KNOWN_ROLES, conversation.LENGTH_KEYS, conversation._DIRECT_KEYS)
+    if walked is not None and walked is not NotImplemented:  # the compiled walk vouched for the shapes
+        assert found is not NotImplemented
+        assert pairing_problems(msgs) == list(check_pairing(msgs))
 
 
 extras = st.dictionaries(st.sampled_from(["name", "reasoning", "reasoning_content", "type", "function_call",
@@ -120,6 +136,7 @@ def near_valid(draw: Any) -> Any:
 def test_on_conversations_near_the_checks(msgs: list[Any]) -> None:
     assert walk(msgs) == _scan(msgs)
     assert conversation.estimated_message_length(msgs) == _length(msgs)
+    _same_pairing(msgs)
 
 
 @st.composite
@@ -143,6 +160,7 @@ def turns(draw: Any) -> Any:
 @given(turns())
 def test_on_tool_call_turns(msgs: list[Any]) -> None:
     assert walk(msgs) == _scan(msgs)
+    _same_pairing(msgs)
 
 
 def _nested(depth: int) -> Any:
@@ -308,6 +326,7 @@ def test_on_the_real_transcripts() -> None:
         if isinstance(msgs, list):
             assert walk(msgs) == _scan(msgs), f"{path}"
             assert conversation.estimated_message_length(msgs) == _length(msgs)
+            _same_pairing(msgs)
             seen += walk(msgs) is not None
     assert seen > 20
 

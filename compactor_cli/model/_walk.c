@@ -344,6 +344,123 @@ done:
     return result;
 }
 
+/* Append (pointer, message) to out, both made by PyUnicode_FromFormat; 0, or -1 with an error set. */
+static int problem(PyObject *out, PyObject *pointer, PyObject *message) {
+    PyObject *pair = (pointer && message) ? PyTuple_Pack(2, pointer, message) : NULL;
+    Py_XDECREF(pointer);
+    Py_XDECREF(message);
+    if (pair == NULL)
+        return -1;
+    int bad = PyList_Append(out, pair);
+    Py_DECREF(pair);
+    return bad;
+}
+
+/* The "has no result" problems of the calls still open, in call order; the dict is emptied. */
+static int close_calls(PyObject *out, PyObject *open_calls, PyObject *pending) {
+    Py_ssize_t pos = 0;
+    PyObject *cid, *unused;
+    while (PyDict_Next(open_calls, &pos, &cid, &unused)) {
+        PyObject *at = PyDict_GetItemWithError(pending, cid);  /* set with the call */
+        if (at == NULL)
+            return -1;
+        if (problem(out, PyUnicode_FromFormat("/messages/%S", at),
+                    PyUnicode_FromFormat("tool call %R has no result", cid)) < 0)
+            return -1;
+    }
+    PyDict_Clear(open_calls);
+    return 0;
+}
+
+/* pairing(messages) -> [(pointer, message)] of checks.check_pairing, in its order, or
+ * NotImplemented (run the Python) on anything but what a walk without shape errors leaves: a list
+ * of dicts with str keys, str roles, str tool_call_ids, tool_calls lists of dicts with str ids.
+ * Only exact strs are hashed and compared: no Python code runs while references are borrowed. */
+static PyObject *pairing(PyObject *self, PyObject *messages) {
+    if (!PyList_CheckExact(messages))
+        Py_RETURN_NOTIMPLEMENTED;
+    Py_INCREF(messages);
+    PyObject *out = PyList_New(0), *open_calls = PyDict_New(), *pending = PyDict_New(), *seen = PySet_New(NULL);
+    PyObject *result = NULL;
+    FAIL_IF(out == NULL || open_calls == NULL || pending == NULL || seen == NULL);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(messages); i++) {
+        PyObject *m = PyList_GET_ITEM(messages, i);
+        if (!PyDict_CheckExact(m) || !str_keys(m))
+            goto gave_up;
+        PyObject *role = get(m, s_role);
+        FAIL_IF(role == NULL && PyErr_Occurred());
+        if (role == NULL || !PyUnicode_CheckExact(role))
+            goto gave_up;
+        if (PyUnicode_Compare(role, s_tool) == 0) {
+            PyObject *cid = get(m, s_tool_call_id);
+            FAIL_IF(cid == NULL && PyErr_Occurred());
+            if (cid == NULL || cid == Py_None) {
+                FAIL_IF(problem(out, PyUnicode_FromFormat("/messages/%zd", i), PyUnicode_FromString(
+                    "tool message has no tool_call_id; it cannot be paired or fetched back")) < 0);
+                continue;
+            }
+            if (!PyUnicode_CheckExact(cid))
+                goto gave_up;
+            int found = PyDict_Contains(open_calls, cid);
+            FAIL_IF(found < 0);
+            if (found) {
+                FAIL_IF(PyDict_DelItem(open_calls, cid) < 0);
+            } else {
+                FAIL_IF(problem(out, PyUnicode_FromFormat("/messages/%zd/tool_call_id", i), PyUnicode_FromFormat(
+                    "tool result %R answers no call of the assistant message before it", cid)) < 0);
+            }
+            continue;
+        }
+        FAIL_IF(close_calls(out, open_calls, pending) < 0);
+        if (PyUnicode_Compare(role, s_assistant) != 0)
+            continue;
+        PyObject *calls = get(m, s_tool_calls);
+        FAIL_IF(calls == NULL && PyErr_Occurred());
+        if (calls == NULL || calls == Py_None)
+            continue;
+        if (!PyList_CheckExact(calls))
+            goto gave_up;
+        PyObject *index = PyLong_FromSsize_t(i);
+        FAIL_IF(index == NULL);
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(calls); j++) {
+            PyObject *call = PyList_GET_ITEM(calls, j);
+            PyObject *cid = (PyDict_CheckExact(call) && str_keys(call)) ? get(call, s_id) : NULL;
+            if (cid == NULL || !PyUnicode_CheckExact(cid)) {
+                Py_DECREF(index);
+                if (PyErr_Occurred())
+                    goto error;
+                goto gave_up;
+            }
+            int dup = PySet_Contains(seen, cid);
+            if (dup > 0 && problem(out, PyUnicode_FromFormat("/messages/%zd/tool_calls/%zd/id", i, j),
+                                   PyUnicode_FromFormat("tool-call ID %R is used again", cid)) < 0)
+                dup = -1;
+            if (dup < 0 || PySet_Add(seen, cid) < 0 || PyDict_SetItem(pending, cid, index) < 0 ||
+                PyDict_SetItem(open_calls, cid, Py_None) < 0) {
+                Py_DECREF(index);
+                goto error;
+            }
+        }
+        Py_DECREF(index);
+    }
+    FAIL_IF(close_calls(out, open_calls, pending) < 0);
+    result = Py_NewRef(out);
+    goto done;
+gave_up:
+    result = Py_NewRef(Py_NotImplemented);
+    goto done;
+error:
+    if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_SystemError, "the compiled pairing check failed without an error");
+done:
+    Py_DECREF(messages);
+    Py_XDECREF(out);
+    Py_XDECREF(open_calls);
+    Py_XDECREF(pending);
+    Py_XDECREF(seen);
+    return result;
+}
+
 /* length(obj, length_keys) -> _length(obj), or NotImplemented (run the Python). */
 static PyObject *length(PyObject *self, PyObject *args) {
     PyObject *obj, *length_keys;
@@ -360,6 +477,7 @@ static PyObject *length(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "conversation._scan, compiled: a tuple, None, or NotImplemented."},
     {"length", length, METH_VARARGS, "conversation._length, compiled: an int, or NotImplemented."},
+    {"pairing", pairing, METH_O, "checks.check_pairing, compiled: [(pointer, message)], or NotImplemented."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -26,6 +26,7 @@ from .conversation import (
     TEMPLATED_FIELD,
     TEMPLATES_FIELD,
     Problem,
+    _compiled,
     _type_name,
     prescan,
 )
@@ -155,6 +156,17 @@ def check_pairing(messages: list[dict[str, Any]]) -> Iterator[Problem]:
         yield Problem(f"/messages/{pending[cid]}", f"tool call {cid!r} has no result", False)
 
 
+def pairing_problems(messages: list[dict[str, Any]]) -> list[Problem]:
+    """``list(check_pairing(messages))``, compiled where the walk is (model/_walk.c: a run whose
+    tool-call IDs repeat, as tau-bench's do, has these warnings on most records)."""
+    compiled = _compiled()
+    if compiled is not None:
+        found = compiled.pairing(messages)
+        if found is not NotImplemented:
+            return [Problem(pointer, message, False) for pointer, message in found]
+    return list(check_pairing(messages))
+
+
 def check_conversation(dump: dict[str, Any]) -> list[Problem]:
     """All problems of a normalised dump: fatal shape errors first; warnings only if none."""
     scan = prescan(dump.get("messages"))
@@ -162,13 +174,13 @@ def check_conversation(dump: dict[str, Any]) -> list[Problem]:
         fatal = list(check_owned_keys(dump)) if len(dump) > 1 else []
         if fatal or scan.paired:
             return fatal
-        return list(check_pairing(dump["messages"]))
+        return pairing_problems(dump["messages"])
     fatal = list(check_messages_shape(dump.get("messages")))
     if len(dump) > 1:  # the keys xcompact reads and writes besides messages (usually absent)
         fatal.extend(check_owned_keys(dump))
     if fatal:
         return fatal
-    return list(check_pairing(dump["messages"]))
+    return pairing_problems(dump["messages"])
 
 
 # ---- the keys xcompact and xun own: restore and the tiers trust their shapes, so a malformed
