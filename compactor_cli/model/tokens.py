@@ -23,6 +23,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from ..errors import UsageError
+from .compiled import extension
 from .conversation import call_parts
 from .encoders import encoder, quicktok_tokenizer
 from .images import IMAGE_PART_TYPES, image_tokens
@@ -41,10 +42,14 @@ TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 TOKENS_PER_TOOL_CALL = 3
 REPLY_PRIMING = 3
-#: Texts shorter than this are encoded directly (a look-up saves nothing); the memo of longer
-#: ones holds at most MEMO_CHARS characters (a few tens of MB at most, with the dict).
-MEMO_MIN_CHARS = 32
+#: Texts shorter than this are encoded directly; every other one is remembered (a look-up is a
+#: hash and a compare; encoding even a short text costs some 20 times that, and a run's short
+#: texts, roles and replies like "ok" and "Thank you", repeat most). The memo holds at most
+#: MEMO_CHARS characters, each entry counted MEMO_ENTRY_CHARS more for the dict's own memory, so
+#: it stays within a few tens of MB whatever the texts' lengths.
+MEMO_MIN_CHARS = 1
 MEMO_CHARS = 8 * 2**20
+MEMO_ENTRY_CHARS = 64
 
 #: Model name prefix -> (encoding, approximate). The one table ``auto`` reads; the longest
 #: matching prefix wins, and a prefix matches the whole name or up to a separator (``gpt-4``
@@ -128,7 +133,7 @@ class TokenCounter:
         n = self._memo.get(s)
         if n is None:
             n = self._memo[s] = self._encoder.count(s)
-            self._memo_chars += len(s)
+            self._memo_chars += len(s) + MEMO_ENTRY_CHARS
             if self._memo_chars > MEMO_CHARS:
                 self._memo.clear()
                 self._memo_chars = 0
@@ -208,11 +213,20 @@ class TokenCounter:
         return n
 
     def conversation(self, messages: list[dict[str, Any]]) -> int:
+        if _COUNT is not None:  # the same sum, compiled (model/_count.c); the texts counted as below
+            found = _COUNT.conversation(messages, self._short, self._memo, self.text, self.short, MEMO_MIN_CHARS,
+                                        TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_TOOL_CALL, self.message)
+            if found is not NotImplemented:
+                return REPLY_PRIMING + found  # type: ignore[no-any-return]
         total = REPLY_PRIMING
         message = self.message
         for m in messages:
             total += message(m)
         return total
+
+
+#: The compiled sum over a conversation's messages (model/_count.c), or None (compiled.py).
+_COUNT = extension("_count")
 
 
 class MemoTokens:
