@@ -5,6 +5,7 @@ types, str subclasses), counted cold and again from warm memos, and on the fixtu
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pytest
@@ -108,3 +109,23 @@ def test_on_the_real_transcripts() -> None:
             _same(msgs)
             seen += 1
     assert seen > 20
+
+
+def test_callbacks_that_change_the_messages_free_nothing_it_reads() -> None:
+    """The texts are counted by Python callbacks, which may run any code: one that empties the
+    message being read and replaces the list and its tool calls must not make the sum read freed
+    memory (every object the walk is on is held by a reference of its own)."""
+    calls: list[Any] = [{"function": {"name": "f" * 40, "arguments": "y" * 40}}, {"function": {"name": "g"}}]
+    msgs: list[Any] = [{"role": "assistant", "content": "x" * 40, "name": "n" * 40, "tool_calls": calls},
+                       {"role": "user", "content": "z"}]
+
+    def text(s: str) -> int:
+        msgs[0].clear()
+        msgs[:] = [{"role": "tool"}]
+        calls.clear()
+        gc.collect()
+        return 1
+
+    assert tokens._COUNT is not None
+    found = tokens._COUNT.conversation(msgs, {}, {}, text, lambda s: 1, 1, 3, 1, 3, lambda m: 2)
+    assert isinstance(found, int) and found > 0

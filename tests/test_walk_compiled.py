@@ -7,6 +7,7 @@ itself."""
 
 from __future__ import annotations
 
+import gc
 import glob
 import os
 import subprocess
@@ -96,7 +97,7 @@ def _same_pairing(msgs: list[Any]) -> None:
     assert compiled is not None
     found = compiled.pairing(msgs)
     if found is not NotImplemented:
-        assert found == [(p.pointer, p.message) for p in check_pairing(msgs)]
+        assert found == [s for p in check_pairing(msgs) for s in (p.pointer, p.message)]
     walked = compiled.scan(msgs, conversation.KNOWN_ROLES, conversation.LENGTH_KEYS, conversation._DIRECT_KEYS)
     if walked is not None and walked is not NotImplemented:  # the compiled walk vouched for the shapes
         assert found is not NotImplemented
@@ -205,6 +206,33 @@ def _both(make: Any) -> tuple[Any, Any]:
         except Exception as exc:  # noqa: BLE001  compared, not raised
             out.append((type(exc).__name__, str(exc)))
     return out[0], out[1]
+
+
+def test_a_collection_during_the_pairing_check_frees_nothing_it_reads() -> None:
+    """On 3.11 the cyclic collector runs inside an allocation of a tracked object (a tuple), and
+    with it any __del__: one that replaced the message being read made pairing() read freed
+    memory (a segfault; found by an attack on the extension). It now allocates no tracked object
+    while it holds borrowed references."""
+    msgs: list[Any] = [{"role": "assistant", "tool_calls": [{"id": "a"}]}, None]
+
+    class Bomb:  # cyclic garbage: each collection replaces (frees) the message pairing() is on
+        def __del__(self) -> None:
+            msgs[1] = {"role": "".join(["assis", "tant"]), "tool_calls": [{"id": "b"}]}
+            again = Bomb()
+            again.me = again  # type: ignore[attr-defined]
+
+    pairing = conversation._WALK.pairing  # type: ignore[union-attr]
+    threshold = gc.get_threshold()
+    Bomb.__del__(None)  # type: ignore[arg-type]
+    keep = [(object(), object()) for _ in range(3000)]  # empty the 2-tuple free list
+    gc.set_threshold(1)
+    try:
+        found = pairing(msgs)
+    finally:
+        gc.set_threshold(*threshold)
+        del keep
+    if found is not NotImplemented:  # no crash, and an answer only for what it read
+        assert found == [s for p in check_pairing(msgs) for s in (p.pointer, p.message)]
 
 
 def test_a_key_whose_eq_replaces_the_content_being_read() -> None:

@@ -344,16 +344,15 @@ done:
     return result;
 }
 
-/* Append (pointer, message) to out, both made by PyUnicode_FromFormat; 0, or -1 with an error set. */
+/* Append pointer, then message (both new strs, or NULL with an error set) to out: 0, or -1 with an
+ * error set. Flat, no tuple: a str is not tracked by the cyclic collector, so making one never
+ * runs a collection (on 3.11 a tuple's allocation can, and with it any __del__, while the walk
+ * holds borrowed references). */
 static int problem(PyObject *out, PyObject *pointer, PyObject *message) {
-    PyObject *pair = (pointer && message) ? PyTuple_Pack(2, pointer, message) : NULL;
+    int bad = (pointer && message) ? (PyList_Append(out, pointer) < 0 || PyList_Append(out, message) < 0) : 1;
     Py_XDECREF(pointer);
     Py_XDECREF(message);
-    if (pair == NULL)
-        return -1;
-    int bad = PyList_Append(out, pair);
-    Py_DECREF(pair);
-    return bad;
+    return bad ? -1 : 0;
 }
 
 /* The "has no result" problems of the calls still open, in call order; the dict is emptied. */
@@ -372,7 +371,8 @@ static int close_calls(PyObject *out, PyObject *open_calls, PyObject *pending) {
     return 0;
 }
 
-/* pairing(messages) -> [(pointer, message)] of checks.check_pairing, in its order, or
+/* pairing(messages) -> [pointer, message, pointer, message, ...] of checks.check_pairing, in its
+ * order, or
  * NotImplemented (run the Python) on anything but what a walk without shape errors leaves: a list
  * of dicts with str keys, str roles, str tool_call_ids, tool_calls lists of dicts with str ids.
  * Only exact strs are hashed and compared: no Python code runs while references are borrowed. */
@@ -477,7 +477,7 @@ static PyObject *length(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "conversation._scan, compiled: a tuple, None, or NotImplemented."},
     {"length", length, METH_VARARGS, "conversation._length, compiled: an int, or NotImplemented."},
-    {"pairing", pairing, METH_O, "checks.check_pairing, compiled: [(pointer, message)], or NotImplemented."},
+    {"pairing", pairing, METH_O, "checks.check_pairing, compiled: [pointer, message, ...], or NotImplemented."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -161,9 +161,9 @@ def pairing_problems(messages: list[dict[str, Any]]) -> list[Problem]:
     tool-call IDs repeat, as tau-bench's do, has these warnings on most records)."""
     compiled = _compiled()
     if compiled is not None:
-        found = compiled.pairing(messages)
+        found = compiled.pairing(messages)  # pointer, message, pointer, message, ...
         if found is not NotImplemented:
-            return [Problem(pointer, message, False) for pointer, message in found]
+            return [Problem(found[i], found[i + 1], False) for i in range(0, len(found), 2)]
     return list(check_pairing(messages))
 
 
