@@ -129,3 +129,62 @@ def test_callbacks_that_change_the_messages_free_nothing_it_reads() -> None:
     assert tokens._COUNT is not None
     found = tokens._COUNT.conversation(msgs, {}, {}, text, lambda s: 1, 1, 3, 1, 3, lambda m: 2)
     assert isinstance(found, int) and found > 0
+
+
+# ---- found by an attack on the extension: each gave another count than the Python
+
+
+def test_a_str_subclass_is_never_a_memo_key() -> None:
+    """A str subclass counted once stayed in the memo, and its __eq__ ran (and changed the next
+    message) inside the compiled look-up, at another moment than in the Python."""
+    target: dict[str, Any] = {}
+
+    class Text(str):
+        __hash__ = str.__hash__
+
+        def __eq__(self, other: object) -> bool:
+            target.pop("content", None)
+            return str.__eq__(self, other)
+
+    def run(counter: TokenCounter, count: Any) -> int:
+        count([{"role": "user", "content": Text("hello")}])
+        target.clear()
+        target.update({"role": "user", "content": "hello", "name": "bob"})
+        return count([target])  # type: ignore[no-any-return]
+
+    compiled, python = TokenCounter("cl100k_base"), TokenCounter("cl100k_base")
+    assert run(compiled, compiled.conversation) == run(python, lambda ms: _python(python, ms))
+    assert not [k for k in compiled._memo if type(k) is not str]
+
+
+def test_values_whose_class_lies_go_to_the_python() -> None:
+    """isinstance() believes an object's __class__; the C's type tests do not: such a value is
+    the Python's to count."""
+    class FakeStr:
+        __class__ = property(lambda self: str)  # type: ignore[assignment]
+
+        def __len__(self) -> int:
+            return 0
+
+    class FakeDict:
+        __class__ = property(lambda self: dict)  # type: ignore[assignment]
+
+        def get(self, key: str, default: Any = None) -> Any:
+            return {"name": "f", "arguments": "{}"} if key == "function" else default
+
+    for msgs in ([{"role": "user", "name": FakeStr()}], [{"role": "a", "tool_calls": [FakeDict()]}]):
+        _same(msgs)
+
+
+def test_a_subclass_of_the_counter_and_counts_beyond_any_text_are_the_pythons() -> None:
+    for value in (2**62, 2**64, 1.0, -1, True):
+        class Counter(TokenCounter):
+            def text(self, s: str, value: Any = value) -> Any:
+                return value
+
+        msgs = [{"role": "user", "content": "a"}] * 3
+        assert Counter("cl100k_base").conversation(msgs) == _python(Counter("cl100k_base"), msgs)
+    assert tokens._COUNT is not None
+    huge = tokens._COUNT.conversation([{"role": "user", "content": "a"}], {}, {}, lambda s: 2**62, lambda s: 1,
+                                      1, 3, 1, 3, lambda m: 0)
+    assert huge is NotImplemented

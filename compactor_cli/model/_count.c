@@ -18,6 +18,8 @@
 
 #define FALLBACK (-2)
 #define FAILED (-1)
+#define GIVE_BACK (-3)  /* a count beyond MAX_COUNT: the whole sum is the Python's */
+#define MAX_COUNT ((Py_ssize_t)1 << 40)
 
 static PyObject *s_role, *s_content, *s_name, *s_reasoning, *s_reasoning_content, *s_tool_calls,
     *s_function, *s_arguments, *s_custom, *s_empty;
@@ -37,12 +39,25 @@ static int str_keys(PyObject *d) {
     return 1;
 }
 
+/* A value whose type the Python's isinstance tests answer as its exact type does: a parsed
+ * record's. Anything else (a subclass, an object whose __class__ says otherwise) is the Python's. */
+static int plain(PyObject *v) {
+    return v == Py_None || PyUnicode_CheckExact(v) || PyLong_CheckExact(v) || PyFloat_CheckExact(v) ||
+           PyBool_Check(v) || PyList_CheckExact(v) || PyDict_CheckExact(v) || PyTuple_CheckExact(v);
+}
+
 /* The int a callback returned (a count, never negative), or FAILED with an error set. */
 static Py_ssize_t count_from(PyObject *result) {
     if (result == NULL)
         return FAILED;
     Py_ssize_t n = PyLong_Check(result) ? PyLong_AsSsize_t(result) : -1;
     Py_DECREF(result);
+    if (n < 0 && PyErr_Occurred() && PyErr_ExceptionMatches(PyExc_OverflowError)) {
+        PyErr_Clear();
+        return GIVE_BACK;
+    }
+    if (n > MAX_COUNT)
+        return GIVE_BACK;  /* no sum of counts this size can overflow */
     if (n < 0) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_ValueError, "a token count must be an int >= 0");
@@ -151,7 +166,7 @@ static Py_ssize_t str_field(Counter *c, PyObject *m, PyObject *key, Py_ssize_t e
         n = text_of(c, v);
         if (n >= 0)
             n += extra;
-    } else if (PyUnicode_Check(v)) {
+    } else if (!plain(v)) {
         n = FALLBACK;
     }
     Py_DECREF(v);
@@ -183,21 +198,23 @@ static Py_ssize_t extras(Counter *c, PyObject *m) {
     }
     for (Py_ssize_t j = 0; j < PyList_GET_SIZE(calls); j++) {
         PyObject *one = Py_NewRef(PyList_GET_ITEM(calls, j));
-        n = 0;
-        if (PyDict_Check(one)) {
-            if (!PyDict_CheckExact(one) || !str_keys(one)) {
+        n = plain(one) ? 0 : FALLBACK;
+        if (n == 0 && PyDict_CheckExact(one)) {
+            if (!str_keys(one)) {
                 n = FALLBACK;
             } else {
                 PyObject *fn = item(one, s_function);
                 if (fn == NULL && PyErr_Occurred()) {
                     n = FAILED;
-                } else if (fn != NULL && PyDict_Check(fn)) {
+                } else if (fn != NULL && !plain(fn)) {
+                    n = FALLBACK;
+                } else if (fn != NULL && PyDict_CheckExact(fn)) {
                     n = function_call(c, fn);
                 } else {
                     PyObject *custom = item(one, s_custom);
                     if (custom == NULL && PyErr_Occurred())
                         n = FAILED;
-                    else if (custom != NULL && PyDict_Check(custom))
+                    else if (custom != NULL && (PyDict_CheckExact(custom) || !plain(custom)))
                         n = FALLBACK;  /* a custom tool call (Codex's apply_patch): the Python's call_parts */
                     Py_XDECREF(custom);
                 }
@@ -275,11 +292,16 @@ static PyObject *conversation(PyObject *self, PyObject *args) {
         if (n == FALLBACK)
             n = count_from(PyObject_CallOneArg(whole, m));
         Py_DECREF(m);
+        if (n == GIVE_BACK || (n >= 0 && total > PY_SSIZE_T_MAX / 2))
+            goto give_back;
         if (n < 0)
             goto done;
         total += n;
     }
     result = PyLong_FromSsize_t(total);
+    goto done;
+give_back:
+    result = Py_NewRef(Py_NotImplemented);
 done:
     Py_DECREF(messages);
     Py_DECREF(c.shorts);

@@ -127,8 +127,9 @@ class TokenCounter:
         """Tokens of ``s``, each distinct text encoded once per run: datasets repeat most of their
         text (the same system prompt in every conversation, the same tool outputs), and a dict
         look-up costs a hash and a compare against tiktoken's encode. The memo is bounded by the
-        characters it holds (MEMO_CHARS) and starts over when full."""
-        if len(s) < MEMO_MIN_CHARS:
+        characters it holds (MEMO_CHARS) and starts over when full. Only exact strs are
+        remembered: a look-up in the memo then never runs a subclass's __eq__."""
+        if len(s) < MEMO_MIN_CHARS or type(s) is not str:
             return self._encoder.count(s) if s else 0
         n = self._memo.get(s)
         if n is None:
@@ -140,7 +141,9 @@ class TokenCounter:
         return n
 
     def short(self, s: str) -> int:
-        """Roles and function names repeat endlessly: remember their counts."""
+        """Roles and function names repeat endlessly: remember their counts (of exact strs)."""
+        if type(s) is not str:
+            return self.text(s)
         n = self._short.get(s)
         if n is None:
             n = self._short[s] = self.text(s)
@@ -213,7 +216,7 @@ class TokenCounter:
         return n
 
     def conversation(self, messages: list[dict[str, Any]]) -> int:
-        if _COUNT is not None:  # the same sum, compiled (model/_count.c); the texts counted as below
+        if _COUNT is not None and type(self) is TokenCounter:  # the same sum, compiled (model/_count.c)
             found = _COUNT.conversation(messages, self._short, self._memo, self.text, self.short, MEMO_MIN_CHARS,
                                         TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_TOOL_CALL, self.message)
             if found is not NotImplemented:
