@@ -10,8 +10,10 @@
  * by ``message`` itself, the Python, whole. tests/test_count_compiled.py holds the two to each
  * other.
  *
- * Python code runs here (the callbacks): every object the walk is on is held by a reference of
- * its own across them, and each key is looked up again after one.
+ * Python code runs here: the callbacks, which are the counter's own text and short (they change
+ * no message; TokenCounter.conversation uses this only for TokenCounter itself, not a subclass).
+ * Every object the walk is on is held by a reference of its own across them, so even a callback
+ * that changed the messages could change a count but never make the walk read freed memory.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
