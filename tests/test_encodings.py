@@ -210,6 +210,7 @@ def test_quicktok_equals_the_reference_on_the_texts_a_run_gives_it(reference, bo
 
 def test_a_run_moves_to_quicktok_after_switch_chars_with_the_same_counts(reference, monkeypatch):
     monkeypatch.setattr(encoders, "SWITCH_CHARS", 5_000)
+    monkeypatch.setattr(encoders, "_PIECES", None)  # what the pieces leave (tests/test_pieces_compiled.py)
     texts = _texts([FIXTURES / "taubench_airline_5.jsonl"])[:400]
     for name in ("cl100k_base", "qwen"):
         enc = encoders.Encoder(name)
@@ -231,6 +232,7 @@ def test_a_count_is_tiktokens_before_and_after_the_switch_whatever_the_character
     """The same conversation counted alone (before quicktok is built) and after 2 Mi characters
     of other text (after) gives the same count, and that is tiktoken's."""
     monkeypatch.setattr(encoders, "SWITCH_CHARS", 1_000)
+    monkeypatch.setattr(encoders, "_PIECES", None)  # what the pieces leave (tests/test_pieces_compiled.py)
     enc = encoders.Encoder(name)
     before = [enc.count(s) for s in NEW_UNICODE]
     enc.count("filler words " * 200)

@@ -58,11 +58,13 @@ SPECS: dict[str, tuple[str, str, str, bool]] = {
 #: other symbols are never letters, marks or digits, so new ones do not matter. Any other text
 #: (CJK extensions, scripts with characters added since, unassigned code points, lone
 #: surrogates) is counted by tiktoken, the reference.
-BOTH_AGREE = re.compile(
-    "[\x00-\u0377\u037a-\u037f\u0384-\u038a\u038c\u038e-\u03a1\u03a3-\u04ff"
-    "\u2000-\u2064\u2066-\u206f\u20a0-\u20bf\u2190-\u23ff\u2500-\u27bf"
-    "\u3000-\u303f\u3041-\u3096\u3099-\u30ff\u4e00-\u9fea\uac00-\ud7a3"
-    "\uff01-\uff60\U0001f300-\U0001f64f\U0001f680-\U0001f6c5]*")
+AGREED_RANGES: tuple[tuple[int, int], ...] = (
+    (0x0000, 0x0377), (0x037A, 0x037F), (0x0384, 0x038A), (0x038C, 0x038C), (0x038E, 0x03A1),
+    (0x03A3, 0x04FF), (0x2000, 0x2064), (0x2066, 0x206F), (0x20A0, 0x20BF), (0x2190, 0x23FF),
+    (0x2500, 0x27BF), (0x3000, 0x303F), (0x3041, 0x3096), (0x3099, 0x30FF), (0x4E00, 0x9FEA),
+    (0xAC00, 0xD7A3), (0xFF01, 0xFF60), (0x1F300, 0x1F64F), (0x1F680, 0x1F6C5))
+BOTH_AGREE = re.compile("[" + "".join(re.escape(chr(lo)) + ("" if lo == hi else "-" + re.escape(chr(hi)))
+                                      for lo, hi in AGREED_RANGES) + "]*")
 
 _quicktok: dict[str, Any] = {}
 _encoders: dict[str, Encoder] = {}
@@ -76,6 +78,37 @@ def quicktok_tokenizer(name: str) -> Any:
 
         found = _quicktok[name] = quicktok.get_encoding(SPECS[name][0])
     return found
+
+
+#: Counting by pieces (model/_pieces.c), or None: its kinds, and the classes of its table.
+_PIECES = extension("_pieces")
+PIECE_KINDS = {"cl100k_base": 0, "o200k_base": 1, "llama3": 2, "qwen": 3}
+_LET, _NUM, _WS, _NL, _UP, _LO, _OK = 1, 2, 4, 8, 16, 32, 64
+#: Unicode's White_Space property (what the regex engine's \s is; str.isspace also takes U+001C-U+001F).
+WHITE_SPACE = frozenset([*range(0x09, 0x0E), 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029,
+                         0x202F, 0x205F, 0x3000])
+_CATEGORY_CLASSES = {"Lu": _LET | _UP, "Lt": _LET | _UP, "Ll": _LET | _LO, "Lm": _LET | _UP | _LO,
+                     "Lo": _LET | _UP | _LO, "Mn": _UP | _LO, "Mc": _UP | _LO, "Me": _UP | _LO,
+                     "Nd": _NUM, "Nl": _NUM, "No": _NUM}
+_table: list[bytes] = []
+
+
+def class_table() -> bytes:
+    """Each code point's classes as the split in model/_pieces.c reads them (letter, number,
+    White_Space, CR/LF, o200k's upper and lower letter classes), for the characters of
+    AGREED_RANGES (marked OK); 0 for any other, which the split leaves to the caller. Built once
+    per process, when the first text beyond ASCII is counted (about 10 ms)."""
+    if not _table:
+        table = bytearray(AGREED_RANGES[-1][1] + 1)
+        category, classes = unicodedata.category, _CATEGORY_CLASSES.get
+        for lo, hi in AGREED_RANGES:
+            table[lo:hi + 1] = bytes(_OK | classes(c, 0) for c in map(category, map(chr, range(lo, hi + 1))))
+        for cp in WHITE_SPACE:
+            table[cp] |= _WS
+        for cp in (0x0A, 0x0D):
+            table[cp] |= _NL
+        _table.append(bytes(table))
+    return _table[0]
 
 
 #: encoders' parse of a .vocab file compiled (model/_vocab.c), or None (compiled.py).
@@ -115,12 +148,13 @@ def parse_ranks(data: bytes) -> dict[bytes, int] | None:
     return ranks
 
 
-def reference_encoder(name: str) -> Callable[[str], list[int]] | None:
-    """tiktoken's BPE on quicktok's ranks for ``name``, or None when it cannot be made exactly so."""
+def reference_encoding(name: str) -> Any:
+    """tiktoken's Encoding of quicktok's ranks under ``name``'s pattern, or None when it cannot be
+    made exactly so."""
     spec = find_spec("quicktok")
     if spec is None or not spec.submodule_search_locations:
         return None
-    _, vocab, pattern, nfc = SPECS[name]
+    _, vocab, pattern, _ = SPECS[name]
     ranks = read_ranks(os.path.join(next(iter(spec.submodule_search_locations)), "data", vocab))
     if ranks is None:
         return None
@@ -128,12 +162,30 @@ def reference_encoder(name: str) -> Callable[[str], list[int]] | None:
         import tiktoken
     except ImportError:
         return None
-    encode = tiktoken.Encoding(f"xcompact-{name}", pat_str=pattern, mergeable_ranks=ranks,
-                               special_tokens={}).encode_ordinary
-    if not nfc:
+    return tiktoken.Encoding(f"xcompact-{name}", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
+
+
+def reference_encoder(name: str, encoding: Any = None) -> Callable[[str], list[int]] | None:
+    """tiktoken's BPE on quicktok's ranks for ``name`` (of ``encoding`` when given), or None when
+    it cannot be made exactly so."""
+    if encoding is None:
+        encoding = reference_encoding(name)
+        if encoding is None:
+            return None
+    encode: Callable[[str], list[int]] = encoding.encode_ordinary
+    if not SPECS[name][3]:
         return encode
     normalize = unicodedata.normalize
     return lambda s: encode(normalize("NFC", s))
+
+
+def piece_counter(name: str, encoding: Any) -> Any:
+    """model/_pieces.c's Counter for ``name`` on tiktoken's per-piece encoder, or None (not built,
+    or a tiktoken without CoreBPE.encode_single_piece)."""
+    single = getattr(getattr(encoding, "_core_bpe", None), "encode_single_piece", None)
+    if _PIECES is None or not callable(single):
+        return None
+    return _PIECES.Counter(PIECE_KINDS[name], single)
 
 
 class Encoder:
@@ -143,13 +195,31 @@ class Encoder:
         self.name = name
         self._left = SWITCH_CHARS
         try:
-            self._reference = reference_encoder(name)
+            encoding = reference_encoding(name)
+            self._reference = reference_encoder(name, encoding) if encoding is not None else None
         except Exception:  # noqa: BLE001  tiktoken could not build it: quicktok counts from the start
-            self._reference = None
+            encoding = self._reference = None
+        #: Counts by pieces where it can (texts of ASCII, or of AGREED_RANGES but under qwen's NFC).
+        self._pieces = piece_counter(name, encoding) if encoding is not None else None
+        self._table_given = name == "qwen"
         self._quick: Callable[[str], int] | None = None
         self.count: Callable[[str], int] = self._fast() if self._reference is None else self._count_before_switch
 
+    def _by_pieces(self, s: str) -> int | None:
+        """The count by pieces (model/_pieces.c), or None where it gives none."""
+        assert self._pieces is not None
+        n: int | None = self._pieces.count(s)
+        if n is None and not self._table_given and not s.isascii():
+            self._table_given = True
+            self._pieces.set_table(class_table())
+            n = self._pieces.count(s)
+        return n
+
     def _count_before_switch(self, s: str) -> int:
+        if self._pieces is not None:
+            n = self._by_pieces(s)
+            if n is not None:
+                return n
         reference = self._reference
         assert reference is not None
         if s.isascii() or BOTH_AGREE.fullmatch(s):
@@ -161,6 +231,10 @@ class Encoder:
         return len(reference(s))  # tiktoken's encode_ordinary cleans lone surrogates itself
 
     def _count_after_switch(self, s: str) -> int:
+        if self._pieces is not None:
+            n = self._by_pieces(s)
+            if n is not None:
+                return n
         if s.isascii() or BOTH_AGREE.fullmatch(s):
             quick = self._quick
             assert quick is not None

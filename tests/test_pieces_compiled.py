@@ -1,0 +1,187 @@
+"""Counting by pre-tokenised pieces (model/_pieces.c, issue 32) gives tiktoken's counts: its pieces
+are the ones the encoding's pattern makes (as the ``regex`` engine finds them), token for token
+tiktoken's, for each encoding, on generated texts
+dense in the characters the patterns treat specially, on every character of the table in
+contexts, and on the fixtures' real runs; its memo stays bounded and right when it starts over,
+and a callback that fails or re-enters it leaves it right."""
+
+from __future__ import annotations
+
+import itertools
+import string
+import unicodedata
+from typing import Any
+
+import pytest
+import regex  # tiktoken's own dependency: the patterns as a regex engine reads them, piece by piece
+from helpers import fixture_records
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from compactor_cli.model import encoders
+
+NAMES = ("cl100k_base", "o200k_base", "llama3", "qwen")
+
+
+def test_the_compiled_pieces_are_built() -> None:
+    assert encoders._PIECES is not None, (
+        "compactor_cli.model._pieces is not in the installed package: the wheel was built without a C "
+        "compiler, or XCOMPACT_PURE_PYTHON is set")
+
+
+@pytest.fixture(scope="module")
+def refs() -> dict[str, Any]:
+    """name -> (tiktoken's Encoding on quicktok's ranks, a Counter with the class table)."""
+    out = {}
+    for name in NAMES:
+        encoding = encoders.reference_encoding(name)
+        counter = encoders.piece_counter(name, encoding)
+        assert counter is not None
+        if name != "qwen":
+            counter.set_table(encoders.class_table())
+        out[name] = (encoding, counter)
+    return out
+
+
+def _reference_ids(encoding: Any, name: str, s: str) -> list[int]:
+    return encoding.encode_ordinary(unicodedata.normalize("NFC", s) if name == "qwen" else encoders._clean(s))
+
+
+PATTERNS = {name: regex.compile(encoders.SPECS[name][2]) for name in NAMES}
+
+
+def _check(refs: dict[str, Any], s: str) -> None:
+    for name, (encoding, counter) in refs.items():
+        want = _reference_ids(encoding, name, s)
+        pieces = counter.pieces(s)
+        if pieces is None:  # a character the table leaves to the caller (qwen: anything but ASCII)
+            assert not s.isascii() and counter.count(s) is None
+            continue
+        assert "".join(pieces) == s and all(pieces), name
+        assert pieces == PATTERNS[name].findall(s), name
+        ids = [i for p in pieces for i in encoding._core_bpe.encode_single_piece(p.encode())]
+        assert ids == want, (name, pieces)
+        assert counter.count(s) == len(want) == counter.count(s), name  # cold, then from the memo
+
+
+#: What the patterns treat apart: contractions' letters in both cases and U+017F (long s, which
+#: folds to s), CR, LF and other White_Space (U+000B, U+0085, U+00A0, U+2028, U+3000) beside what
+#: str.isspace takes and the regex engine does not (U+001C-U+001F), digits and other numbers,
+#: upper, lower, title-case, modifier and other letters, marks (letters to o200k, not to the
+#: others), o200k's slash, and characters outside the table (a lone surrogate, a new letter).
+SPECIAL = list("'sSdDmMtTlLvVeErRxX09 \t\r\n\x0b\x0c\x1c\x1f/!.-_\x00\x7f") + [
+    "\u017f", "\x85", "\xa0", "\u2028", "\u3000", "\u2003", "\xb2", "\xbd", "\u2167", "\u0663",
+    "\xe9", "\xc9", "\u01c4", "\u01c5", "\u02b0", "\xaa", "\u4e2d", "\uac00", "\u0301", "\u0483", "\u0627",
+    "\u03a3", "\u03c2", "\u2014", "\u2713", "\U0001F600", "\ud800", "\U000323B0", "\u0e01", "\uFF21"]
+special_texts = st.text(alphabet=st.sampled_from(SPECIAL), max_size=40)
+
+
+@settings(deadline=None, max_examples=400)
+@given(st.one_of(special_texts, st.text(max_size=30), st.lists(st.sampled_from(
+    ["'s", "'LL", " 'Ve", "HELLO", "World", "\u01c5ab", " ", "  ", "\r\n", "\n\n", "123456", "//", " !", "e\u0301"]),
+    max_size=12).map("".join)))
+@example("  x\n\n  y  \t\r\n  ")
+@example("I'm HELLO's 'LL 'ſ 1234567 abc/def//\n\n/ é e\u0301 中文字 한국어")
+@example("'\u017ft 'Sa")  # U+017F folds to s: the contraction ends before the t
+@example("\u4e2dAb x\u0301A")  # o200k: a letter of both classes, then capitals: two pieces
+def test_the_pieces_are_tiktokens_token_for_token(refs: dict[str, Any], s: str) -> None:
+    _check(refs, s)
+
+
+CONTEXTS = ["{}", "a{}", "{}a", "'{}", "{}'s", " {}", "{} ", "A{}b", "{}{}", "1{}", "\n{}", "{}\n", "x'{}",
+            "ab{}c", "AB{}", "{}AB", "{}ab", " {}a", "{}  x", "'{}{}"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES[:3])
+def test_every_character_of_the_table_is_read_as_tiktoken_reads_it(refs: dict[str, Any], name: str) -> None:
+    """Each code point of AGREED_RANGES in twenty contexts (its classes and its case folding each
+    decide some piece's end there)."""
+    encoding, counter = refs[name]
+    bad = []
+    for lo, hi in encoders.AGREED_RANGES:
+        for cp in range(lo, hi + 1):
+            for context in CONTEXTS:
+                s = context.format(chr(cp), chr(cp))
+                if counter.count(s) != len(encoding.encode_ordinary(s)):
+                    bad.append((hex(cp), context))
+    assert not bad, f"{len(bad)} texts counted otherwise, e.g. {bad[:5]}"
+
+
+def _texts() -> list[str]:
+    out: list[str] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    for _, record in fixture_records():
+        walk(record)
+    return list(dict.fromkeys(out))
+
+
+def test_the_fixtures_texts_are_counted_as_tiktoken_counts_them(refs: dict[str, Any]) -> None:
+    texts = _texts()
+    assert sum(map(len, texts)) > 1_000_000
+    for name in NAMES:
+        encoding, counter = refs[name]
+        enc = encoders.Encoder(name)
+        bad = [s[:60] for s in texts if enc.count(s) != len(_reference_ids(encoding, name, s))]
+        assert not bad, f"{name}: {len(bad)} of {len(texts)} texts, e.g. {bad[:3]}"
+        by_pieces = sum(len(s) for s in texts if counter.count(s) is not None)
+        assert by_pieces > 0.5 * sum(map(len, texts)), name  # most of it is counted here, not by the fallback
+
+
+def test_the_memo_starts_over_when_full_and_counts_stay_right(refs: dict[str, Any]) -> None:
+    encoding, _ = refs["cl100k_base"]
+    counter = encoders.piece_counter("cl100k_base", encoding)
+    words = ("".join(w) for w in itertools.product(string.ascii_lowercase, repeat=4))
+    text = " ".join(itertools.islice(words, 600_000))  # 600,000 distinct pieces (" abcd")
+    want = len(encoding.encode_ordinary(text))
+    assert counter.count(text) == want
+    assert 0 < counter.remembered() <= 2**19
+    assert counter.count(text) == want
+
+
+def test_a_failing_or_reentrant_callback_leaves_the_counter_right(refs: dict[str, Any]) -> None:
+    encoding, _ = refs["llama3"]
+    single = encoding._core_bpe.encode_single_piece
+    inner: list[Any] = []
+
+    def reentrant(piece: bytes) -> list[int]:
+        inner.append(counter.count("nested text"))  # the counter is busy: it gives no answer
+        return single(piece)
+
+    counter = encoders._PIECES.Counter(encoders.PIECE_KINDS["llama3"], reentrant)
+    assert counter.count("hello there, world") == len(encoding.encode_ordinary("hello there, world"))
+    assert inner and set(inner) == {None}
+
+    def failing(piece: bytes) -> list[int]:
+        raise MemoryError("no room")
+
+    counter = encoders._PIECES.Counter(0, failing)
+    with pytest.raises(MemoryError):
+        counter.count("some words")
+    counter.__init__(0, refs["cl100k_base"][0]._core_bpe.encode_single_piece)
+    assert counter.count("some words") == 2  # not left busy
+    with pytest.raises(ValueError):
+        encoders._PIECES.Counter(4, single)
+    with pytest.raises(TypeError):
+        counter.set_table(bytearray(10))
+    with pytest.raises(TypeError):
+        counter.count(b"bytes")
+
+
+def test_texts_counted_by_pieces_do_not_bring_quicktok_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    """quicktok is built (0.3-0.8 s) only for what the pieces leave: here, nothing."""
+    monkeypatch.setattr(encoders, "SWITCH_CHARS", 1_000)
+    enc = encoders.Encoder("o200k_base")
+    for i in range(200):
+        enc.count(f"line {i} of a plain text, é and — too " * 3)
+    assert enc.count == enc._count_before_switch and enc._quick is None
