@@ -35,7 +35,7 @@ from tiktoken.load import load_tiktoken_bpe
 from tiktoken_ext import openai_public
 
 from compactor_cli.cli import cli
-from compactor_cli.model import encoders
+from compactor_cli.model import encoders, pieces
 from compactor_cli.model.tokens import ENCODINGS, TokenCounter, choose_encoding, encoding_for_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -210,7 +210,7 @@ def test_quicktok_equals_the_reference_on_the_texts_a_run_gives_it(reference, bo
 
 def test_a_run_moves_to_quicktok_after_switch_chars_with_the_same_counts(reference, monkeypatch):
     monkeypatch.setattr(encoders, "SWITCH_CHARS", 5_000)
-    monkeypatch.setattr(encoders, "_PIECES", None)  # what the pieces leave (tests/test_pieces_compiled.py)
+    monkeypatch.setattr(pieces, "_PIECES", None)  # what the pieces leave (tests/test_pieces_compiled.py)
     texts = _texts([FIXTURES / "taubench_airline_5.jsonl"])[:400]
     for name in ("cl100k_base", "qwen"):
         enc = encoders.Encoder(name)
@@ -232,7 +232,7 @@ def test_a_count_is_tiktokens_before_and_after_the_switch_whatever_the_character
     """The same conversation counted alone (before quicktok is built) and after 2 Mi characters
     of other text (after) gives the same count, and that is tiktoken's."""
     monkeypatch.setattr(encoders, "SWITCH_CHARS", 1_000)
-    monkeypatch.setattr(encoders, "_PIECES", None)  # what the pieces leave (tests/test_pieces_compiled.py)
+    monkeypatch.setattr(pieces, "_PIECES", None)  # what the pieces leave (tests/test_pieces_compiled.py)
     enc = encoders.Encoder(name)
     before = [enc.count(s) for s in NEW_UNICODE]
     enc.count("filler words " * 200)
@@ -252,8 +252,8 @@ def test_ranks_that_do_not_read_exactly_are_refused_and_quicktok_counts_at_once(
         (tmp_path / name).write_bytes(data)
         assert encoders.read_ranks(str(tmp_path / name)) is None, name
     assert len(encoders.read_ranks(str(Path(quicktok.__file__).parent / "data" / "cl100k.vocab")) or {}) == 100_256
-    monkeypatch.setattr(encoders, "read_ranks", lambda path: None)
-    enc = encoders.Encoder("cl100k_base")
+    monkeypatch.setattr(encoders, "vocab_path", lambda name: str(tmp_path / "truncated"))
+    enc = encoders.Encoder("cl100k_base")  # neither the pieces' counter nor tiktoken is built
     assert enc.count != enc._count_before_switch
     assert enc.count("hello world") == 2
 

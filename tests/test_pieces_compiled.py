@@ -1,9 +1,9 @@
-"""Counting by pre-tokenised pieces (model/_pieces.c, issue 32) gives tiktoken's counts: its pieces
-are the ones the encoding's pattern makes (as the ``regex`` engine finds them), token for token
-tiktoken's, for each encoding, on generated texts
-dense in the characters the patterns treat specially, on every character of the table in
-contexts, and on the fixtures' real runs; its memo stays bounded and right when it starts over,
-and a callback that fails or re-enters it leaves it right."""
+"""Counting by pre-tokenised pieces (model/_pieces.c and _bpe.c, issue 32) gives tiktoken's counts:
+its pieces are the ones the encoding's pattern makes (as the ``regex`` engine finds them), and its
+merge of each piece makes tiktoken's tokens, for each encoding, on generated texts dense in the
+characters the patterns treat specially, on pieces long enough for the heap-ordered merge, on
+every character of the table in contexts, and on the fixtures' real runs; its memo stays bounded
+and right when it starts over; a vocabulary that does not read exactly is refused."""
 
 from __future__ import annotations
 
@@ -18,13 +18,13 @@ from helpers import fixture_records
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from compactor_cli.model import encoders
+from compactor_cli.model import encoders, pieces
 
 NAMES = ("cl100k_base", "o200k_base", "llama3", "qwen")
 
 
 def test_the_compiled_pieces_are_built() -> None:
-    assert encoders._PIECES is not None, (
+    assert pieces._PIECES is not None, (
         "compactor_cli.model._pieces is not in the installed package: the wheel was built without a C "
         "compiler, or XCOMPACT_PURE_PYTHON is set")
 
@@ -34,13 +34,18 @@ def refs() -> dict[str, Any]:
     """name -> (tiktoken's Encoding on quicktok's ranks, a Counter with the class table)."""
     out = {}
     for name in NAMES:
-        encoding = encoders.reference_encoding(name)
-        counter = encoders.piece_counter(name, encoding)
-        assert counter is not None
+        out[name] = (encoders.reference_encoding(name), _counter(name))
         if name != "qwen":
-            counter.set_table(encoders.class_table())
-        out[name] = (encoding, counter)
+            out[name][1].set_table(pieces.class_table(encoders.PIECE_RANGES))
     return out
+
+
+def _counter(name: str) -> Any:
+    path = encoders.vocab_path(name)
+    assert path is not None
+    counter = pieces.piece_counter(name, path)
+    assert counter is not None
+    return counter
 
 
 def _reference_ids(encoding: Any, name: str, s: str) -> list[int]:
@@ -53,14 +58,13 @@ PATTERNS = {name: regex.compile(encoders.SPECS[name][2]) for name in NAMES}
 def _check(refs: dict[str, Any], s: str) -> None:
     for name, (encoding, counter) in refs.items():
         want = _reference_ids(encoding, name, s)
-        pieces = counter.pieces(s)
-        if pieces is None:  # a character the table leaves to the caller (qwen: anything but ASCII)
+        split = counter.pieces(s)
+        if split is None:  # a character the table leaves to the caller (qwen: anything but ASCII)
             assert not s.isascii() and counter.count(s) is None
             continue
-        assert "".join(pieces) == s and all(pieces), name
-        assert pieces == PATTERNS[name].findall(s), name
-        ids = [i for p in pieces for i in encoding._core_bpe.encode_single_piece(p.encode())]
-        assert ids == want, (name, pieces)
+        assert "".join(split) == s and all(split), name
+        assert split == PATTERNS[name].findall(s), name
+        assert [i for p in split for i in counter.tokens(p.encode())] == want, (name, split)
         assert counter.count(s) == len(want) == counter.count(s), name  # cold, then from the memo
 
 
@@ -95,11 +99,11 @@ CONTEXTS = ["{}", "a{}", "{}a", "'{}", "{}'s", " {}", "{} ", "A{}b", "{}{}", "1{
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES[:3])
 def test_every_character_of_the_table_is_read_as_tiktoken_reads_it(refs: dict[str, Any], name: str) -> None:
-    """Each code point of AGREED_RANGES in twenty contexts (its classes and its case folding each
+    """Each code point of PIECE_RANGES in twenty contexts (its classes and its case folding each
     decide some piece's end there)."""
     encoding, counter = refs[name]
     bad = []
-    for lo, hi in encoders.AGREED_RANGES:
+    for lo, hi in encoders.PIECE_RANGES:
         for cp in range(lo, hi + 1):
             for context in CONTEXTS:
                 s = context.format(chr(cp), chr(cp))
@@ -140,7 +144,7 @@ def test_the_fixtures_texts_are_counted_as_tiktoken_counts_them(refs: dict[str, 
 
 def test_the_memo_starts_over_when_full_and_counts_stay_right(refs: dict[str, Any]) -> None:
     encoding, _ = refs["cl100k_base"]
-    counter = encoders.piece_counter("cl100k_base", encoding)
+    counter = _counter("cl100k_base")
     words = ("".join(w) for w in itertools.product(string.ascii_lowercase, repeat=4))
     text = " ".join(itertools.islice(words, 600_000))  # 600,000 distinct pieces (" abcd")
     want = len(encoding.encode_ordinary(text))
@@ -149,33 +153,55 @@ def test_the_memo_starts_over_when_full_and_counts_stay_right(refs: dict[str, An
     assert counter.count(text) == want
 
 
-def test_a_failing_or_reentrant_callback_leaves_the_counter_right(refs: dict[str, Any]) -> None:
-    encoding, _ = refs["llama3"]
-    single = encoding._core_bpe.encode_single_piece
-    inner: list[Any] = []
+#: Bytes the merge meets: ASCII, UTF-8 of several lengths, bytes no text makes.
+piece_bytes = st.lists(st.sampled_from([b"a", b"b", b"e", b"t", b"h", b" ", b"=", b"-", b"0", b"\n",
+                                        "é".encode(), "中".encode(), "😀".encode(), b"\xff", b"\x80", b"\x00"]),
+                       min_size=1, max_size=200).map(b"".join)
 
-    def reentrant(piece: bytes) -> list[int]:
-        inner.append(counter.count("nested text"))  # the counter is busy: it gives no answer
-        return single(piece)
 
-    counter = encoders._PIECES.Counter(encoders.PIECE_KINDS["llama3"], reentrant)
-    assert counter.count("hello there, world") == len(encoding.encode_ordinary("hello there, world"))
-    assert inner and set(inner) == {None}
+@settings(deadline=None, max_examples=300)
+@given(piece_bytes, st.sampled_from(NAMES))
+@example(b"ab" * 100, "cl100k_base")
+@example(b"=" * 129, "o200k_base")
+def test_the_merge_is_tiktokens_short_and_long(refs: dict[str, Any], piece: bytes, name: str) -> None:
+    encoding, counter = refs[name]
+    assert counter.tokens(piece) == encoding._core_bpe.encode_single_piece(piece)
 
-    def failing(piece: bytes) -> list[int]:
-        raise MemoryError("no room")
 
-    counter = encoders._PIECES.Counter(0, failing)
-    with pytest.raises(MemoryError):
-        counter.count("some words")
-    counter.__init__(0, refs["cl100k_base"][0]._core_bpe.encode_single_piece)
-    assert counter.count("some words") == 2  # not left busy
+@pytest.mark.parametrize("n", [129, 1_000, 100_000])
+def test_long_pieces_merge_in_n_log_n_as_tiktoken_does(refs: dict[str, Any], n: int) -> None:
+    encoding, counter = refs["cl100k_base"]
+    for s in ("a" * n, "=-" * (n // 2), "ab" * (n // 2), ("the" * n)[:n]):
+        assert counter.count(s) == len(encoding.encode_ordinary(s)), (n, s[:6])
+
+
+def test_a_vocabulary_that_does_not_read_exactly_is_refused(tmp_path: Any) -> None:
+    path = encoders.vocab_path("cl100k_base")
+    assert path is not None
+    good = open(path, "rb").read()
+    first = 4 + 2 + int.from_bytes(good[4:6], "little")  # the first token's rank
+    second = first + 4 + 2 + int.from_bytes(good[first + 4:first + 6], "little") + 4  # the second token's end
+    entry = good[4:first + 4]
+    token_twice = good[:4] + entry + good[4:first] + good[second - 4:second]  # token 1's bytes, token 2's rank
+    rank_twice = good[:4] + entry + good[first + 4:second - 4] + good[first:first + 4]  # token 2's bytes, token 1's rank
+    for name, data in (("truncated", good[:-3]), ("extra", good + b"\0"), ("empty", b""),
+                       ("count", (5).to_bytes(4, "little") + good[4:]),
+                       ("rank", good[:first] + (2**31).to_bytes(4, "little") + good[first + 4:]),
+                       ("token twice", token_twice + good[second:]), ("rank twice", rank_twice + good[second:])):
+        (tmp_path / name).write_bytes(data)
+        assert pieces.piece_counter("cl100k_base", str(tmp_path / name)) is None, name
+    assert pieces.piece_counter("cl100k_base", str(tmp_path / "missing")) is None
     with pytest.raises(ValueError):
-        encoders._PIECES.Counter(4, single)
+        pieces._PIECES.Counter(4, good)
+    counter = pieces._PIECES.Counter(0, good)
+    with pytest.raises(RuntimeError):
+        counter.__init__(0, good)  # made once: its table is not rebuilt under a running count
     with pytest.raises(TypeError):
         counter.set_table(bytearray(10))
     with pytest.raises(TypeError):
         counter.count(b"bytes")
+    with pytest.raises(TypeError):
+        pieces._PIECES.Counter.__new__(pieces._PIECES.Counter).count("no vocabulary")
 
 
 def test_texts_counted_by_pieces_do_not_bring_quicktok_in(monkeypatch: pytest.MonkeyPatch) -> None:

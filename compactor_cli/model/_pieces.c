@@ -1,21 +1,22 @@
 /* Token counts by pre-tokenised pieces, compiled (issue 32).
  *
  * tiktoken counts a text by splitting it with its encoding's pattern into pieces and encoding
- * each piece alone (encode_ordinary: a piece in the vocabulary is one token, any other is BPE
- * merged on its own), so a text's count is the sum of its pieces' counts. Runs repeat their
- * words, numbers, indentation and punctuation endlessly: here the split is done by hand in C and
- * each distinct piece is encoded once, by tiktoken itself (``single``: CoreBPE's
- * encode_single_piece, that same per-piece step), then remembered.
+ * each piece alone (encode_ordinary: a piece in the vocabulary is one token, any other is merged
+ * from its bytes on its own), so a text's count is the sum of its pieces' counts. Here the split
+ * is done by hand, and each distinct piece is merged once (_bpe.c, tiktoken's merge on the
+ * ranks of quicktok's .vocab file, the ranks tiktoken is given) and remembered: runs repeat their
+ * words, numbers, indentation and punctuation endlessly. No tiktoken has to be built for it
+ * (0.1 s per encoding, in every process), and no Python code runs while it counts.
  *
- * Counter(kind, single).count(text) -> int, or None where the text holds a character outside
- * the class table (``set_table``; ASCII is built in), or while a count is already running (a
- * callback on another thread): the caller then counts it as before. kind: 0 cl100k_base,
- * 1 o200k_base, 2 llama3, 3 qwen (its NFC is the caller's: qwen is only asked about ASCII).
- * The split follows encoders.SPECS' patterns alternative by alternative, greedy and possessive
- * quantifiers as written; the table gives each character's classes as the regex engine reads
- * them (letter, number, White_Space, CR/LF, and o200k's two letter classes), and only for
- * characters the caller's tables and tiktoken's agree on (encoders.BOTH_AGREE).
- * tests/test_pieces_compiled.py holds the pieces to tiktoken's, token for token.
+ * Counter(kind, vocab).count(text) -> int, or None where the text holds a character outside
+ * the class table (``set_table``; ASCII is built in), or while ``pieces`` is running: the caller
+ * then counts it as before. kind: 0 cl100k_base, 1 o200k_base, 2 llama3, 3 qwen (its NFC is the
+ * caller's: qwen is only asked about ASCII). The split follows encoders.SPECS' patterns
+ * alternative by alternative, greedy and possessive quantifiers as written; the table gives each
+ * character's classes as the regex engine reads them (letter, number, White_Space, CR/LF, and
+ * o200k's two letter classes), for characters whose classes do not depend on the Unicode
+ * version (encoders.PIECE_RANGES). tests/test_pieces_compiled.py holds the pieces to the
+ * ``regex`` engine's and the tokens to tiktoken's.
  *
  * The memo holds pieces of at most MAX_PIECE bytes, at most MAX_ENTRIES of them in at most
  * MAX_ARENA bytes, and starts over when full: 20 MB at most (12 MB of slots, 8 MB of pieces).
@@ -24,6 +25,8 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "_bpe.h"
 
 enum { LET = 1, NUM = 2, WS = 4, NL = 8, UP = 16, LO = 32, OK = 64 };
 enum { CL100K = 0, O200K = 1, LLAMA3 = 2, QWEN = 3 };
@@ -43,7 +46,8 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     int kind, busy;
-    PyObject *single;
+    PyObject *vocab_file; /* bytes: the .vocab file vocab reads from */
+    Vocab vocab;
     PyObject *table; /* bytes: the classes of code points 0..len-1, or NULL */
     Entry *slots;
     size_t mask, used;
@@ -129,7 +133,7 @@ static int make_room(Counter *c, size_t n) {
     return grow((void **)&c->arena, &c->arena_cap, c->arena_len + n, 1);
 }
 
-/* The tokens of one piece: remembered, or tiktoken's, then remembered. -1 with an error set. */
+/* The tokens of one piece: remembered, or merged (_bpe.c), then remembered. -1 with an error set. */
 static long long piece_count(Counter *c, const char *p, size_t n) {
     uint32_t h = 0;
     if (n <= MAX_PIECE && c->slots != NULL) {
@@ -138,15 +142,7 @@ static long long piece_count(Counter *c, const char *p, size_t n) {
         if (e->count)
             return e->count;
     }
-    PyObject *piece = PyBytes_FromStringAndSize(p, (Py_ssize_t)n);
-    if (piece == NULL)
-        return -1;
-    PyObject *ids = PyObject_CallOneArg(c->single, piece);
-    Py_DECREF(piece);
-    if (ids == NULL)
-        return -1;
-    Py_ssize_t count = PyObject_Length(ids);
-    Py_DECREF(ids);
+    long long count = bpe_tokens(&c->vocab, (const unsigned char *)p, n, NULL);
     if (count < 0)
         return -1;
     if (n <= MAX_PIECE && count > 0 && count <= 0xFFFF) {
@@ -346,6 +342,10 @@ static PyObject *split(Counter *c, PyObject *s, int want_pieces) {
         PyErr_SetString(PyExc_TypeError, "a str is counted");
         return NULL;
     }
+    if (c->vocab_file == NULL) {
+        PyErr_SetString(PyExc_TypeError, "a counter made without a vocabulary");
+        return NULL;
+    }
     if (c->busy)
         Py_RETURN_NONE;
     Text t;
@@ -404,37 +404,58 @@ static PyObject *Counter_remembered(Counter *c, PyObject *Py_UNUSED(ignored)) { 
 
 static int Counter_init(Counter *c, PyObject *args, PyObject *kwds) {
     int kind;
-    PyObject *single;
-    static char *names[] = {"kind", "single", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iO:Counter", names, &kind, &single))
+    PyObject *vocab_file;
+    static char *names[] = {"kind", "vocab", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iO!:Counter", names, &kind, &PyBytes_Type, &vocab_file))
         return -1;
-    if (kind < CL100K || kind > QWEN || !PyCallable_Check(single)) {
-        PyErr_SetString(PyExc_ValueError, "Counter(kind 0-3, a callable)");
+    if (kind < CL100K || kind > QWEN) {
+        PyErr_SetString(PyExc_ValueError, "Counter(kind 0-3, a .vocab file's bytes)");
         return -1;
     }
-    if (c->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "the counter is in use");
+    if (c->busy || c->vocab_file != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "a counter is made once");
+        return -1;
+    }
+    int read = vocab_read(&c->vocab, (const unsigned char *)PyBytes_AS_STRING(vocab_file),
+                          (size_t)PyBytes_GET_SIZE(vocab_file));
+    if (read < 0) {
+        if (read == -2)
+            PyErr_NoMemory();
+        else
+            PyErr_SetString(PyExc_ValueError, "not a .vocab file read exactly (distinct tokens, ranks 0..n-1 once each, every byte used)");
         return -1;
     }
     c->kind = kind;
-    Py_XSETREF(c->single, Py_NewRef(single));
-    forget(c);
+    c->vocab_file = Py_NewRef(vocab_file);
     return 0;
 }
 
-static int Counter_traverse(Counter *c, visitproc visit, void *arg) {
-    Py_VISIT(c->single);
-    return 0;
-}
-
-static int Counter_clear(Counter *c) {
-    Py_CLEAR(c->single);
-    return 0;
+/* The ranks of the tokens a piece (bytes) is merged into: tests hold them to tiktoken's. */
+static PyObject *Counter_tokens(Counter *c, PyObject *piece) {
+    if (!PyBytes_Check(piece) || c->vocab_file == NULL) {
+        PyErr_SetString(PyExc_TypeError, "tokens() takes bytes, of a counter made with a vocabulary");
+        return NULL;
+    }
+    size_t n = (size_t)PyBytes_GET_SIZE(piece);
+    uint32_t *ranks = PyMem_Malloc((n ? n : 1) * sizeof(uint32_t));
+    if (ranks == NULL)
+        return PyErr_NoMemory();
+    long long k = bpe_tokens(&c->vocab, (const unsigned char *)PyBytes_AS_STRING(piece), n, ranks);
+    PyObject *out = k < 0 ? NULL : PyList_New((Py_ssize_t)k);
+    for (long long i = 0; out != NULL && i < k; i++) {
+        PyObject *r = ranks[i] == NO_RANK ? Py_NewRef(Py_None) : PyLong_FromUnsignedLong(ranks[i]);
+        if (r == NULL)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, (Py_ssize_t)i, r);
+    }
+    PyMem_Free(ranks);
+    return out;
 }
 
 static void Counter_dealloc(Counter *c) {
-    PyObject_GC_UnTrack(c);
-    Counter_clear(c);
+    vocab_free(&c->vocab);
+    Py_CLEAR(c->vocab_file);
     Py_CLEAR(c->table);
     forget(c);
     PyMem_Free(c->arena);
@@ -448,19 +469,18 @@ static PyMethodDef Counter_methods[] = {
     {"pieces", (PyCFunction)Counter_pieces, METH_O, "The pieces count() splits a str into, or None."},
     {"set_table", (PyCFunction)Counter_set_table, METH_O, "The classes of code points beyond ASCII."},
     {"remembered", (PyCFunction)Counter_remembered, METH_NOARGS, "How many pieces the memo holds."},
+    {"tokens", (PyCFunction)Counter_tokens, METH_O, "The ranks of the tokens a piece (bytes) is merged into."},
     {NULL, NULL, 0, NULL},
 };
 
 static PyTypeObject CounterType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "compactor_cli.model._pieces.Counter",
     .tp_basicsize = sizeof(Counter),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Token counts by pre-tokenised pieces, each distinct piece encoded once.",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Counter_init,
     .tp_dealloc = (destructor)Counter_dealloc,
-    .tp_traverse = (traverseproc)Counter_traverse,
-    .tp_clear = (inquiry)Counter_clear,
     .tp_methods = Counter_methods,
 };
 

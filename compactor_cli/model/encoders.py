@@ -2,16 +2,24 @@
 
 tiktoken is the reference (it is OpenAI's own tokenizer, and Meta's and Qwen's constructions
 are tiktoken-rank BPE); quicktok-v1 ships the four vocabularies and an encoder about five times
-faster, whose ids equal tiktoken's wherever both read the characters alike. Each encoding is
-counted by tiktoken's BPE on quicktok's own ranks (read from the .vocab file quicktok ships)
-under the encoding's published pattern, built in 0.15-0.3 s, and, once a run has counted
-SWITCH_CHARS characters, by quicktok for every text inside BOTH_AGREE (building quicktok takes
-0.3-0.8 s, more than a whole small run, so a small run never pays for it). Texts outside
-BOTH_AGREE stay with tiktoken: quicktok's Unicode tables are newer than tiktoken's, and letters
-added in recent Unicode versions count differently (U+323B0 followed by "'s": 6 tokens in
-tiktoken, 5 in quicktok). So a count never depends on which encoder made it, and always equals
-tiktoken's. Where the ranks cannot be read as expected (a quicktok release with another file
-layout) or tiktoken cannot build the encoder, quicktok counts everything from the start.
+faster, whose ids equal tiktoken's wherever both read the characters alike. Three counters, one
+count:
+
+- **By pieces** (model/_pieces.c, model/pieces.py), first: the text split with the encoding's
+  pattern by hand, each distinct piece merged once on quicktok's ranks by tiktoken's algorithm
+  and remembered. It takes texts of ASCII and of the characters of PIECE_RANGES (qwen: ASCII
+  only, for its NFC) and needs nothing built but the ranks' table (milliseconds).
+- **tiktoken** on quicktok's ranks under the encoding's published pattern, built on first need
+  (0.1-0.3 s), for the texts the pieces leave; once a run has counted SWITCH_CHARS characters so,
+  **quicktok** takes every such text inside BOTH_AGREE (building it takes 0.3-0.8 s, more than a
+  whole small run, so a small run never pays for it). Texts outside BOTH_AGREE stay with
+  tiktoken: quicktok's Unicode tables are newer than tiktoken's, and letters added in recent
+  Unicode versions count differently (U+323B0 followed by "'s": 6 tokens in tiktoken, 5 in
+  quicktok).
+
+So a count never depends on which counter made it, and always equals tiktoken's. Where the ranks
+cannot be read as expected (a quicktok release with another file layout) or tiktoken cannot build
+the encoder, quicktok counts everything the pieces leave.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from importlib.util import find_spec
 from typing import Any
 
 from .compiled import extension
+from .pieces import SYMBOL_BLOCKS, class_table, piece_counter
 
 #: Characters the reference encoder counts before quicktok is built: about 0.2 s of
 #: tiktoken's encoding, less than quicktok's build (0.3-0.8 s), so a small run never pays for
@@ -66,6 +75,9 @@ AGREED_RANGES: tuple[tuple[int, int], ...] = (
 BOTH_AGREE = re.compile("[" + "".join(re.escape(chr(lo)) + ("" if lo == hi else "-" + re.escape(chr(hi)))
                                       for lo, hi in AGREED_RANGES) + "]*")
 
+#: The characters model/_pieces.c's split reads (model/pieces.py).
+PIECE_RANGES = tuple(sorted(AGREED_RANGES + SYMBOL_BLOCKS))
+
 _quicktok: dict[str, Any] = {}
 _encoders: dict[str, Encoder] = {}
 
@@ -78,37 +90,6 @@ def quicktok_tokenizer(name: str) -> Any:
 
         found = _quicktok[name] = quicktok.get_encoding(SPECS[name][0])
     return found
-
-
-#: Counting by pieces (model/_pieces.c), or None: its kinds, and the classes of its table.
-_PIECES = extension("_pieces")
-PIECE_KINDS = {"cl100k_base": 0, "o200k_base": 1, "llama3": 2, "qwen": 3}
-_LET, _NUM, _WS, _NL, _UP, _LO, _OK = 1, 2, 4, 8, 16, 32, 64
-#: Unicode's White_Space property (what the regex engine's \s is; str.isspace also takes U+001C-U+001F).
-WHITE_SPACE = frozenset([*range(0x09, 0x0E), 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029,
-                         0x202F, 0x205F, 0x3000])
-_CATEGORY_CLASSES = {"Lu": _LET | _UP, "Lt": _LET | _UP, "Ll": _LET | _LO, "Lm": _LET | _UP | _LO,
-                     "Lo": _LET | _UP | _LO, "Mn": _UP | _LO, "Mc": _UP | _LO, "Me": _UP | _LO,
-                     "Nd": _NUM, "Nl": _NUM, "No": _NUM}
-_table: list[bytes] = []
-
-
-def class_table() -> bytes:
-    """Each code point's classes as the split in model/_pieces.c reads them (letter, number,
-    White_Space, CR/LF, o200k's upper and lower letter classes), for the characters of
-    AGREED_RANGES (marked OK); 0 for any other, which the split leaves to the caller. Built once
-    per process, when the first text beyond ASCII is counted (about 10 ms)."""
-    if not _table:
-        table = bytearray(AGREED_RANGES[-1][1] + 1)
-        category, classes = unicodedata.category, _CATEGORY_CLASSES.get
-        for lo, hi in AGREED_RANGES:
-            table[lo:hi + 1] = bytes(_OK | classes(c, 0) for c in map(category, map(chr, range(lo, hi + 1))))
-        for cp in WHITE_SPACE:
-            table[cp] |= _WS
-        for cp in (0x0A, 0x0D):
-            table[cp] |= _NL
-        _table.append(bytes(table))
-    return _table[0]
 
 
 #: encoders' parse of a .vocab file compiled (model/_vocab.c), or None (compiled.py).
@@ -148,21 +129,26 @@ def parse_ranks(data: bytes) -> dict[bytes, int] | None:
     return ranks
 
 
-def reference_encoding(name: str) -> Any:
-    """tiktoken's Encoding of quicktok's ranks under ``name``'s pattern, or None when it cannot be
-    made exactly so."""
+def vocab_path(name: str) -> str | None:
+    """The .vocab file quicktok ships for ``name``, or None when quicktok is not installed."""
     spec = find_spec("quicktok")
     if spec is None or not spec.submodule_search_locations:
         return None
-    _, vocab, pattern, _ = SPECS[name]
-    ranks = read_ranks(os.path.join(next(iter(spec.submodule_search_locations)), "data", vocab))
+    return os.path.join(next(iter(spec.submodule_search_locations)), "data", SPECS[name][1])
+
+
+def reference_encoding(name: str) -> Any:
+    """tiktoken's Encoding of quicktok's ranks under ``name``'s pattern, or None when it cannot be
+    made exactly so."""
+    path = vocab_path(name)
+    ranks = read_ranks(path) if path is not None else None
     if ranks is None:
         return None
     try:
         import tiktoken
     except ImportError:
         return None
-    return tiktoken.Encoding(f"xcompact-{name}", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
+    return tiktoken.Encoding(f"xcompact-{name}", pat_str=SPECS[name][2], mergeable_ranks=ranks, special_tokens={})
 
 
 def reference_encoder(name: str, encoding: Any = None) -> Callable[[str], list[int]] | None:
@@ -179,31 +165,33 @@ def reference_encoder(name: str, encoding: Any = None) -> Callable[[str], list[i
     return lambda s: encode(normalize("NFC", s))
 
 
-def piece_counter(name: str, encoding: Any) -> Any:
-    """model/_pieces.c's Counter for ``name`` on tiktoken's per-piece encoder, or None (not built,
-    or a tiktoken without CoreBPE.encode_single_piece)."""
-    single = getattr(getattr(encoding, "_core_bpe", None), "encode_single_piece", None)
-    if _PIECES is None or not callable(single):
-        return None
-    return _PIECES.Counter(PIECE_KINDS[name], single)
-
-
 class Encoder:
     """Counts tokens of texts in one encoding (see the module's docstring): ``count``."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self._left = SWITCH_CHARS
-        try:
-            encoding = reference_encoding(name)
-            self._reference = reference_encoder(name, encoding) if encoding is not None else None
-        except Exception:  # noqa: BLE001  tiktoken could not build it: quicktok counts from the start
-            encoding = self._reference = None
-        #: Counts by pieces where it can (texts of ASCII, or of AGREED_RANGES but under qwen's NFC).
-        self._pieces = piece_counter(name, encoding) if encoding is not None else None
+        #: Counts by pieces where it can (model/pieces.py): texts of ASCII, or of its table's
+        #: characters but under qwen's NFC. tiktoken is built only for what it leaves.
+        path = vocab_path(name)
+        self._pieces = piece_counter(name, path) if path is not None else None
         self._table_given = name == "qwen"
+        self._reference: Callable[[str], list[int]] | None = None
+        self._built = False
         self._quick: Callable[[str], int] | None = None
-        self.count: Callable[[str], int] = self._fast() if self._reference is None else self._count_before_switch
+        self.count: Callable[[str], int] = self._count_before_switch
+        if self._pieces is None and self._reference_encoder() is None:
+            self.count = self._fast()  # tiktoken cannot be built: quicktok counts from the start
+
+    def _reference_encoder(self) -> Callable[[str], list[int]] | None:
+        """tiktoken's encode, built on first use (0.1 s), or None where it cannot be built."""
+        if not self._built:
+            self._built = True
+            try:
+                self._reference = reference_encoder(self.name)
+            except Exception:  # noqa: BLE001  tiktoken could not build it: quicktok counts instead
+                self._reference = None
+        return self._reference
 
     def _by_pieces(self, s: str) -> int | None:
         """The count by pieces (model/_pieces.c), or None where it gives none."""
@@ -211,7 +199,7 @@ class Encoder:
         n: int | None = self._pieces.count(s)
         if n is None and not self._table_given and not s.isascii():
             self._table_given = True
-            self._pieces.set_table(class_table())
+            self._pieces.set_table(class_table(PIECE_RANGES))
             n = self._pieces.count(s)
         return n
 
@@ -220,8 +208,11 @@ class Encoder:
             n = self._by_pieces(s)
             if n is not None:
                 return n
-        reference = self._reference
-        assert reference is not None
+        reference = self._reference_encoder()
+        if reference is None:  # tiktoken cannot be built: quicktok counts what the pieces leave
+            self._quick = self._fast()
+            self.count = self._count_after_switch
+            return self._quick(s)
         if s.isascii() or BOTH_AGREE.fullmatch(s):
             self._left -= len(s)
             if self._left < 0:
@@ -235,12 +226,11 @@ class Encoder:
             n = self._by_pieces(s)
             if n is not None:
                 return n
-        if s.isascii() or BOTH_AGREE.fullmatch(s):
+        reference = self._reference
+        if reference is None or s.isascii() or BOTH_AGREE.fullmatch(s):
             quick = self._quick
             assert quick is not None
             return quick(s)
-        reference = self._reference
-        assert reference is not None
         return len(reference(s))
 
     def _fast(self) -> Callable[[str], int]:

@@ -1,0 +1,66 @@
+"""Counting tokens by pre-tokenised pieces (model/_pieces.c): its counter, and the table of
+character classes its split reads.
+
+The split needs, for each character of a text, the classes the encodings' patterns test (letter,
+number, White_Space, CR/LF, and o200k's upper and lower letter classes, marks in both). The
+table gives them from this Python's unicodedata only where they cannot differ from the regex
+engine's own tables whatever either's Unicode version: the encoders' AGREED_RANGES, and blocks of
+symbols only (emoji, arrows, the variation selectors), whose new characters are never letters,
+marks or numbers. A text with any other character is counted as before (encoders.Encoder).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Any
+
+from .compiled import extension
+
+_PIECES = extension("_pieces")
+#: Our encoding names -> the split's kinds (model/_pieces.c).
+KINDS = {"cl100k_base": 0, "o200k_base": 1, "llama3": 2, "qwen": 3}
+#: Blocks of symbols only, besides the encoders' AGREED_RANGES (those of the real runs' texts
+#: outside them: Codex's emoji and U+FE0F); unassigned code points there are symbols to the split
+#: either way.
+SYMBOL_BLOCKS: tuple[tuple[int, int], ...] = (
+    (0x2B00, 0x2BFF), (0xFE00, 0xFE0F), (0x1F1E6, 0x1F1FF), (0x1F650, 0x1F67F), (0x1F6C6, 0x1F6FF),
+    (0x1F700, 0x1F8FF), (0x1F900, 0x1F9FF), (0x1FA00, 0x1FAFF))
+LETTER, NUMBER, SPACE, NEWLINE, UPPER, LOWER, KNOWN = 1, 2, 4, 8, 16, 32, 64
+#: Unicode's White_Space property (what the regex engine's \s is; str.isspace also takes U+001C-U+001F).
+WHITE_SPACE = frozenset([*range(0x09, 0x0E), 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029,
+                         0x202F, 0x205F, 0x3000])
+_CATEGORY_CLASSES = {"Lu": LETTER | UPPER, "Lt": LETTER | UPPER, "Ll": LETTER | LOWER,
+                     "Lm": LETTER | UPPER | LOWER, "Lo": LETTER | UPPER | LOWER,
+                     "Mn": UPPER | LOWER, "Mc": UPPER | LOWER, "Me": UPPER | LOWER,
+                     "Nd": NUMBER, "Nl": NUMBER, "No": NUMBER}
+_tables: dict[tuple[tuple[int, int], ...], bytes] = {}
+
+
+def class_table(ranges: tuple[tuple[int, int], ...]) -> bytes:
+    """Each code point's classes for the split (KNOWN for those of ``ranges``, 0 for any other,
+    which the split leaves to the caller). Built once per process, when the first text beyond
+    ASCII is counted (about 10 ms)."""
+    found = _tables.get(ranges)
+    if found is None:
+        table = bytearray(max(hi for _, hi in ranges) + 1)
+        category, classes = unicodedata.category, _CATEGORY_CLASSES.get
+        for lo, hi in ranges:
+            table[lo:hi + 1] = bytes(KNOWN | classes(c, 0) for c in map(category, map(chr, range(lo, hi + 1))))
+        for cp in WHITE_SPACE:
+            table[cp] |= SPACE
+        for cp in (0x0A, 0x0D):
+            table[cp] |= NEWLINE
+        found = _tables[ranges] = bytes(table)
+    return found
+
+
+def piece_counter(name: str, vocab_path: str) -> Any:
+    """model/_pieces.c's Counter for encoding ``name`` on the ranks of the .vocab file at
+    ``vocab_path``, or None: not built, or the file unreadable or not read exactly."""
+    if _PIECES is None:
+        return None
+    try:
+        with open(vocab_path, "rb") as fh:
+            return _PIECES.Counter(KINDS[name], fh.read())
+    except (OSError, ValueError):
+        return None
