@@ -204,6 +204,40 @@ def test_a_vocabulary_that_does_not_read_exactly_is_refused(tmp_path: Any) -> No
         pieces._PIECES.Counter.__new__(pieces._PIECES.Counter).count("no vocabulary")
 
 
+def test_a_collection_during_pieces_that_counts_on_the_same_counter_changes_nothing(refs: dict[str, Any]) -> None:
+    """pieces() allocates: a __del__ the collector runs there may count on the same counter (found
+    by an attack: it overwrote the classes pieces() was reading). It gets None, and pieces() its
+    own split."""
+    import gc
+
+    counter = _counter("cl100k_base")
+    s = "hello world, it's 12345 " * 4
+    inner: list[Any] = []
+
+    class Bomb:
+        def __del__(self) -> None:
+            inner.append(counter.count("1" * 100_000))
+            counter.set_table(pieces.class_table(encoders.PIECE_RANGES))  # allowed at any time
+
+    threshold, split, want = gc.get_threshold(), counter.pieces, PATTERNS["cl100k_base"].findall(s)
+    try:
+        for _ in range(20):
+            bomb = Bomb()
+            bomb.me = bomb  # type: ignore[attr-defined]
+            del bomb
+            keep = [[] for _ in range(200)]  # no free list: pieces()' own list is a new allocation
+            gc.set_threshold(1, 1, 1)
+            got = split(s)  # the collection runs inside, at its first allocation
+            gc.set_threshold(*threshold)
+            assert got == want
+            del keep
+    finally:
+        gc.set_threshold(*threshold)
+    gc.collect()
+    assert inner and None in inner
+    assert counter.count("1" * 100_000) == len(refs["cl100k_base"][0].encode_ordinary("1" * 100_000))
+
+
 def test_texts_counted_by_pieces_do_not_bring_quicktok_in(monkeypatch: pytest.MonkeyPatch) -> None:
     """quicktok is built (0.3-0.8 s) only for what the pieces leave: here, nothing."""
     monkeypatch.setattr(encoders, "SWITCH_CHARS", 1_000)

@@ -346,16 +346,21 @@ static PyObject *split(Counter *c, PyObject *s, int want_pieces) {
         PyErr_SetString(PyExc_TypeError, "a counter made without a vocabulary");
         return NULL;
     }
-    if (c->busy)
+    if (c->busy) /* pieces() is running below: a __del__ its allocations ran */
         Py_RETURN_NONE;
-    Text t;
-    int found = classes(c, s, &t);
-    if (found <= 0)
-        return found < 0 ? NULL : Py_NewRef(Py_None);
-    PyObject *pieces = want_pieces ? PyList_New(0) : NULL;
-    if (want_pieces && pieces == NULL)
+    if (PyUnicode_READY(s) < 0)
         return NULL;
+    /* busy from here: the classes and the scratch buffers are this call's until it returns */
     c->busy = 1;
+    Text t;
+    PyObject *pieces = NULL;
+    int found = classes(c, s, &t);
+    if (found <= 0) {
+        c->busy = 0;
+        return found < 0 ? NULL : Py_NewRef(Py_None);
+    }
+    if (want_pieces && (pieces = PyList_New(0)) == NULL)
+        goto error;
     long long total = 0;
     for (Py_ssize_t i = 0; i < t.n;) {
         Py_ssize_t end = piece_end(&t, c->kind, i);
@@ -392,10 +397,7 @@ static PyObject *Counter_set_table(Counter *c, PyObject *table) {
         PyErr_SetString(PyExc_TypeError, "the table is bytes");
         return NULL;
     }
-    if (c->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "the table is in use");
-        return NULL;
-    }
+    /* classes() reads the table before any Python code can run in a count: it may change at any time */
     Py_XSETREF(c->table, Py_NewRef(table));
     Py_RETURN_NONE;
 }

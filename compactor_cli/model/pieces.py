@@ -20,10 +20,11 @@ _PIECES = extension("_pieces")
 #: Our encoding names -> the split's kinds (model/_pieces.c).
 KINDS = {"cl100k_base": 0, "o200k_base": 1, "llama3": 2, "qwen": 3}
 #: Blocks of symbols only, besides the encoders' AGREED_RANGES (those of the real runs' texts
-#: outside them: Codex's emoji and U+FE0F); unassigned code points there are symbols to the split
-#: either way.
+#: outside them: Codex's emoji, U+FE0F and the keycap U+20E3); unassigned code points there are
+#: symbols to the split either way. The marks (U+20D0-U+20F0, U+FE00-U+FE0F) were all assigned by
+#: Unicode 5.1.
 SYMBOL_BLOCKS: tuple[tuple[int, int], ...] = (
-    (0x2B00, 0x2BFF), (0xFE00, 0xFE0F), (0x1F1E6, 0x1F1FF), (0x1F650, 0x1F67F), (0x1F6C6, 0x1F6FF),
+    (0x20D0, 0x20F0), (0x2B00, 0x2BFF), (0xFE00, 0xFE0F), (0x1F1E6, 0x1F1FF), (0x1F650, 0x1F67F), (0x1F6C6, 0x1F6FF),
     (0x1F700, 0x1F8FF), (0x1F900, 0x1F9FF), (0x1FA00, 0x1FAFF))
 LETTER, NUMBER, SPACE, NEWLINE, UPPER, LOWER, KNOWN = 1, 2, 4, 8, 16, 32, 64
 #: Unicode's White_Space property (what the regex engine's \s is; str.isspace also takes U+001C-U+001F).
