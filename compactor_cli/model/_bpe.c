@@ -13,13 +13,6 @@
 
 #define SHORT_PIECE 128
 
-static uint32_t hash_bytes(const unsigned char *p, size_t n) {
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 1099511628211ULL;
-    return (uint32_t)(h ^ (h >> 32));
-}
-
 static uint32_t u32_at(const unsigned char *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
@@ -31,12 +24,12 @@ void vocab_free(Vocab *v) {
 }
 
 uint32_t vocab_rank(const Vocab *v, const unsigned char *p, size_t n) {
-    uint32_t h = hash_bytes(p, n);
+    uint32_t h = piece_hash(p, n);
     for (size_t i = h & v->mask;; i = (i + 1) & v->mask) {
         const VocabSlot *s = &v->slots[i];
         if (!s->used)
             return NO_RANK;
-        if (s->hash == h && s->len == n && memcmp(v->data + s->off, p, n) == 0)
+        if (s->hash == h && s->len == n && same_bytes(v->data + s->off, p, n))
             return s->rank;
     }
 }
@@ -72,7 +65,7 @@ int vocab_read(Vocab *v, const unsigned char *data, size_t size) {
         if (rank >= n || seen[rank])
             goto bad;
         seen[rank] = 1;
-        uint32_t h = hash_bytes(data + off, len);
+        uint32_t h = piece_hash(data + off, len);
         size_t i = h & v->mask;
         for (;; i = (i + 1) & v->mask) {
             VocabSlot *s = &v->slots[i];

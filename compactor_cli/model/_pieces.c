@@ -28,7 +28,7 @@
 
 #include "_bpe.h"
 
-enum { LET = 1, NUM = 2, WS = 4, NL = 8, UP = 16, LO = 32, OK = 64 };
+enum { LET = 1, NUM = 2, WS = 4, NL = 8, UP = 16, LO = 32, OK = 64, APOS = 128 /* ' (ASCII only) */ };
 enum { CL100K = 0, O200K = 1, LLAMA3 = 2, QWEN = 3 };
 
 #define MAX_PIECE 255
@@ -82,19 +82,12 @@ static void forget(Counter *c) {
     c->arena_len = 0;
 }
 
-static uint32_t hash_of(const unsigned char *p, size_t n) {
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 1099511628211ULL;
-    return (uint32_t)(h ^ (h >> 32));
-}
-
 /* The slot of this piece: its own, or the empty one it would take. */
 static Entry *slot_of(Counter *c, const char *p, size_t n, uint32_t h) {
     size_t i = h & c->mask;
     for (;;) {
         Entry *e = &c->slots[i];
-        if (e->count == 0 || (e->hash == h && e->len == n && memcmp(c->arena + e->off, p, n) == 0))
+        if (e->count == 0 || (e->hash == h && e->len == n && same_bytes((const unsigned char *)c->arena + e->off, (const unsigned char *)p, n)))
             return e;
         i = (i + 1) & c->mask;
     }
@@ -137,7 +130,7 @@ static int make_room(Counter *c, size_t n) {
 static long long piece_count(Counter *c, const char *p, size_t n) {
     uint32_t h = 0;
     if (n <= MAX_PIECE && c->slots != NULL) {
-        h = hash_of((const unsigned char *)p, n);
+        h = piece_hash((const unsigned char *)p, n);
         Entry *e = slot_of(c, p, n, h);
         if (e->count)
             return e->count;
@@ -148,7 +141,7 @@ static long long piece_count(Counter *c, const char *p, size_t n) {
     if (n <= MAX_PIECE && count > 0 && count <= 0xFFFF) {
         if (make_room(c, n) < 0)
             return -1;
-        h = hash_of((const unsigned char *)p, n);
+        h = piece_hash((const unsigned char *)p, n);
         Entry *e = slot_of(c, p, n, h);
         memcpy(c->arena + c->arena_len, p, n);
         e->hash = h;
@@ -174,8 +167,8 @@ typedef struct {
 #define OTHER(t, i) (!IS(t, i, LET | NUM | WS))  /* [^\s\p{L}\p{N}] */
 
 /* (?i:'s|'t|'re|'ve|'m|'ll|'d) at i: its end, or i. U+017F (long s) folds to s. */
-static Py_ssize_t contraction(const Text *t, Py_ssize_t i) {
-    if (i + 1 >= t->n || CP(t, i) != '\'')
+static inline Py_ssize_t contraction(const Text *t, Py_ssize_t i) {
+    if (i + 1 >= t->n || !IS(t, i, APOS))
         return i;
     Py_UCS4 d = CP(t, i + 1);
     if (d < 128)
@@ -501,6 +494,8 @@ PyMODINIT_FUNC PyInit__pieces(void) {
             k |= WS;
         if (ch == '\r' || ch == '\n')
             k |= NL;
+        if (ch == '\'')
+            k |= APOS;
         ascii_class[ch] = k;
     }
     if (PyType_Ready(&CounterType) < 0)
