@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from test_walk_compiled import Str, conversations, near_valid, turns
 
 from compactor_cli.model import tokens
-from compactor_cli.model.tokens import REPLY_PRIMING, TokenCounter
+from compactor_cli.model.tokens import REPLY_PRIMING, MemoTokens, TokenCounter
 
 
 def test_the_compiled_sum_is_built() -> None:
@@ -39,6 +39,12 @@ def _same(msgs: Any) -> None:
     compiled, python = TokenCounter("cl100k_base"), TokenCounter("cl100k_base")
     for _ in range(2):  # cold, then from the memos the first count filled
         assert _outcome(lambda: compiled.conversation(msgs)) == _outcome(lambda: _python(python, msgs))
+    # a record's counts per message (MemoTokens: the C's list of each message's count), cold and warm
+    for counter in (TokenCounter("cl100k_base"), compiled):
+        memo = MemoTokens(counter)
+        want = _outcome(lambda: [python.message(m) for m in msgs])
+        got = _outcome(lambda: (memo.conversation(msgs), [memo.memo[id(m)][1] for m in msgs]))
+        assert got == (REPLY_PRIMING + sum(want), want) if isinstance(want, list) else got == want
 
 
 LONG = ["x" * 40, "the same long text that the memo holds " * 2, "é" * 33, "a\ud800b" * 12]
@@ -129,6 +135,11 @@ def test_callbacks_that_change_the_messages_free_nothing_it_reads() -> None:
     assert tokens._COUNT is not None
     found = tokens._COUNT.conversation(msgs, {}, {}, text, lambda s: 1, 1, 3, 1, 3, lambda m: 2)
     assert isinstance(found, int) and found > 0
+    calls[:] = [{"function": {"name": "f" * 40, "arguments": "y" * 40}}, {"function": {"name": "g"}}]
+    msgs[:] = [{"role": "assistant", "content": "x" * 40, "name": "n" * 40, "tool_calls": calls},
+               {"role": "user", "content": "z"}]
+    each = tokens._COUNT.each(msgs, {}, {}, text, lambda s: 1, 1, 3, 1, 3, lambda m: 2)
+    assert isinstance(each, list) and each and all(isinstance(n, int) and n > 0 for n in each)
 
 
 # ---- found by an attack on the extension: each gave another count than the Python

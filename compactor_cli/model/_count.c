@@ -2,7 +2,8 @@
  *
  * conversation(messages, shorts, memo, text, short, min_chars, per_message, per_name, per_call,
  * message) does what TokenCounter.conversation does without REPLY_PRIMING: the sum of
- * TokenCounter.message over the messages. With tokens counted, that Python loop over every
+ * TokenCounter.message over the messages; each(...) gives the list of those counts (MemoTokens,
+ * a changed record's count before compaction). With tokens counted, that Python loop over every
  * message's keys was the largest share of tier 1's own work on many short messages; the texts
  * themselves are counted by the same Python as before (``text``, ``short``: called wherever the
  * memo a text would be found in does not hold it). A message of any other shape than a plain
@@ -275,7 +276,9 @@ static Py_ssize_t message(Counter *c, PyObject *m) {
     return n;
 }
 
-static PyObject *conversation(PyObject *self, PyObject *args) {
+/* The sum (counts == NULL) or the list of TokenCounter.message over the messages; NotImplemented
+ * where a count is beyond MAX_COUNT or messages is not exactly a list. */
+static PyObject *count_messages(PyObject *args, int each) {
     PyObject *messages, *whole;
     Counter c;
     if (!PyArg_ParseTuple(args, "OO!O!OOnnnnO", &messages, &PyDict_Type, &c.shorts, &PyDict_Type, &c.memo,
@@ -287,7 +290,9 @@ static PyObject *conversation(PyObject *self, PyObject *args) {
     Py_INCREF(c.shorts);
     Py_INCREF(c.memo);
     Py_ssize_t total = 0;
-    PyObject *result = NULL;
+    PyObject *result = NULL, *counts = each ? PyList_New(0) : NULL;
+    if (each && counts == NULL)
+        goto done;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(messages); i++) {
         PyObject *m = Py_NewRef(PyList_GET_ITEM(messages, i));
         Py_ssize_t n = message(&c, m);
@@ -299,8 +304,15 @@ static PyObject *conversation(PyObject *self, PyObject *args) {
         if (n < 0)
             goto done;
         total += n;
+        if (each) {
+            PyObject *k = PyLong_FromSsize_t(n);
+            int bad = k == NULL || PyList_Append(counts, k) < 0;
+            Py_XDECREF(k);
+            if (bad)
+                goto done;
+        }
     }
-    result = PyLong_FromSsize_t(total);
+    result = each ? Py_NewRef(counts) : PyLong_FromSsize_t(total);
     goto done;
 give_back:
     result = Py_NewRef(Py_NotImplemented);
@@ -308,12 +320,18 @@ done:
     Py_DECREF(messages);
     Py_DECREF(c.shorts);
     Py_DECREF(c.memo);
+    Py_XDECREF(counts);
     return result;
 }
+
+static PyObject *conversation(PyObject *self, PyObject *args) { return count_messages(args, 0); }
+
+static PyObject *each(PyObject *self, PyObject *args) { return count_messages(args, 1); }
 
 static PyMethodDef methods[] = {
     {"conversation", conversation, METH_VARARGS,
      "The sum of TokenCounter.message over a list of messages, from the counter's memos."},
+    {"each", each, METH_VARARGS, "TokenCounter.message of each message of a list, from the counter's memos."},
     {NULL, NULL, 0, NULL},
 };
 

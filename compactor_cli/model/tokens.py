@@ -251,9 +251,18 @@ class MemoTokens:
         return n
 
     def conversation(self, messages: list[dict[str, Any]]) -> int:
-        total = REPLY_PRIMING
         memo = self.memo
-        count = self.counter.message
+        counter = self.counter
+        if not memo and _COUNT is not None and type(counter) is TokenCounter:  # each count compiled (_count.c)
+            counts = _COUNT.each(messages, counter._short, counter._memo, counter.text, counter.short,
+                                 MEMO_MIN_CHARS, TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_TOOL_CALL,
+                                 counter.message)
+            if counts is not NotImplemented:
+                for m, n in zip(messages, counts, strict=False):  # as many unless a callback cut the list
+                    memo[id(m)] = (m, n)
+                return REPLY_PRIMING + sum(counts)  # type: ignore[no-any-return]
+        total = REPLY_PRIMING
+        count = counter.message
         for m in messages:
             hit = memo.get(id(m))
             if hit is None or hit[0] is not m:
