@@ -71,10 +71,9 @@ SPECS: dict[str, tuple[str, str, str, bool]] = {
 #: not yet), and o200k splits "ʕEa" by it.
 AGREED_RANGES: tuple[tuple[int, int], ...] = (
     (0x0000, 0x0294), (0x0296, 0x0377), (0x037A, 0x037F), (0x0384, 0x038A), (0x038C, 0x038C),
-    (0x038E, 0x03A1),
-    (0x03A3, 0x04FF), (0x2000, 0x2064), (0x2066, 0x206F), (0x20A0, 0x20BF), (0x2190, 0x23FF),
-    (0x2500, 0x27BF), (0x3000, 0x303F), (0x3041, 0x3096), (0x3099, 0x30FF), (0x4E00, 0x9FEA),
-    (0xAC00, 0xD7A3), (0xFF01, 0xFF60), (0x1F300, 0x1F64F), (0x1F680, 0x1F6C5))
+    (0x038E, 0x03A1), (0x03A3, 0x04FF), (0x2000, 0x2064), (0x2066, 0x206F), (0x20A0, 0x20BF),
+    (0x2190, 0x23FF), (0x2500, 0x27BF), (0x3000, 0x303F), (0x3041, 0x3096), (0x3099, 0x30FF),
+    (0x4E00, 0x9FEA), (0xAC00, 0xD7A3), (0xFF01, 0xFF60), (0x1F300, 0x1F64F), (0x1F680, 0x1F6C5))
 BOTH_AGREE = re.compile("[" + "".join(re.escape(chr(lo)) + ("" if lo == hi else "-" + re.escape(chr(hi)))
                                       for lo, hi in AGREED_RANGES) + "]*")
 
@@ -154,13 +153,12 @@ def reference_encoding(name: str) -> Any:
     return tiktoken.Encoding(f"xcompact-{name}", pat_str=SPECS[name][2], mergeable_ranks=ranks, special_tokens={})
 
 
-def reference_encoder(name: str, encoding: Any = None) -> Callable[[str], list[int]] | None:
-    """tiktoken's BPE on quicktok's ranks for ``name`` (of ``encoding`` when given), or None when
-    it cannot be made exactly so."""
+def reference_encoder(name: str) -> Callable[[str], list[int]] | None:
+    """tiktoken's BPE on quicktok's ranks for ``name`` (NFC first for qwen), or None when it
+    cannot be made exactly so."""
+    encoding = reference_encoding(name)
     if encoding is None:
-        encoding = reference_encoding(name)
-        if encoding is None:
-            return None
+        return None
     encode: Callable[[str], list[int]] = encoding.encode_ordinary
     if not SPECS[name][3]:
         return encode
@@ -174,8 +172,8 @@ class Encoder:
     def __init__(self, name: str) -> None:
         self.name = name
         self._left = SWITCH_CHARS
-        #: Counts by pieces where it can (model/pieces.py): texts of ASCII, or of its table's
-        #: characters but under qwen's NFC. tiktoken is built only for what it leaves.
+        #: Counts by pieces where it can (model/pieces.py): texts of ASCII or of its table's
+        #: characters (qwen: ASCII only, for its NFC). tiktoken is built only for what it leaves.
         path = vocab_path(name)
         self._pieces = piece_counter(name, path) if path is not None else None
         self._table_given = name == "qwen"
