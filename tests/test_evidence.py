@@ -11,13 +11,14 @@ import shlex
 import orjson
 import pytest
 from helpers import FIXTURES, long_conv
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from compactor_cli import formats
 from compactor_cli.backends.sections import split_evidence
 from compactor_cli.cli import cli
 from compactor_cli.evidence.extract import error_lines, evidence_of, exit_code, output_text, shell_words
+from compactor_cli.evidence import harness
 from compactor_cli.evidence.harness import task_index
 from compactor_cli.evidence.probes import probes_of, retention, sent_text
 from compactor_cli.evidence.section import GROUPS, item_key, parse_evidence, render_evidence
@@ -469,3 +470,16 @@ def test_shell_words_are_shlex_words(segment):
     except ValueError:
         expected = segment.split()
     assert shell_words(segment) == expected
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(list("ab \t\n\u00a0\u3000\u2028\u0663") + ["1", "22", " " * 50, "\n" * 30, "x1 2y"]),
+                max_size=120).map("".join))
+@example(" " * 250 + "the task " * 10)  # the head folds to nothing: the whole text is folded
+@example("1" * 230 + "\n" * 20 + " the task" * 10)
+def test_a_harness_key_from_a_texts_head_is_the_key_of_the_whole_text(text: str) -> None:
+    """_key folds only a long text's first characters when they make 60 (issue 32): the same key
+    as folding the whole text, whatever whitespace and digit runs cross the cut."""
+    import re
+
+    assert harness._key(text) == re.sub(r"\d+", "#", " ".join(text.split()))[:60]

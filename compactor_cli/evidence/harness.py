@@ -23,10 +23,25 @@ INJECTED = re.compile(r"(?s)<(system-reminder|command-[\w-]+|local-command-[\w-]
 TASK_MAX_CHARS = 40_000
 
 
+KEY_CHARS = 60
+_DIGITS = re.compile(r"\d+")
+
+
+def _folded(text: str) -> str:
+    return _DIGITS.sub("#", " ".join(text.split()))
+
+
 def _key(text: str) -> str:
     """Texts a harness repeats share this key: whitespace folded, digits blanked, the first 60
-    characters (a template's fixed opening: "The last command <command>…" whatever the command)."""
-    return re.sub(r"\d+", "#", " ".join(text.split()))[:60]
+    characters (a template's fixed opening: "The last command <command>…" whatever the command).
+    Folding a prefix of a text gives a prefix of the text's folding, so a long text's first
+    characters are enough when they fold to 60 or more (issue 32: a task statement of 10,000
+    characters was folded whole for its first 60)."""
+    if len(text) > 4 * KEY_CHARS:
+        head = _folded(text[:4 * KEY_CHARS])
+        if len(head) >= KEY_CHARS:
+            return head[:KEY_CHARS]
+    return _folded(text)[:KEY_CHARS]
 
 
 def without_injected(text: str) -> str:
