@@ -215,12 +215,19 @@ class TokenCounter:
             n += self._extras(m)
         return n
 
+    def compiled(self, name: str, messages: list[dict[str, Any]]) -> Any:
+        """model/_count.c's ``conversation`` (the sum of ``message``) or ``each`` (the list) on this
+        counter's memos, or NotImplemented: no extension, a subclass (it may count otherwise), or
+        messages the C gives back."""
+        if _COUNT is None or type(self) is not TokenCounter:
+            return NotImplemented
+        return getattr(_COUNT, name)(messages, self._short, self._memo, self.text, self.short, MEMO_MIN_CHARS,
+                                     TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_TOOL_CALL, self.message)
+
     def conversation(self, messages: list[dict[str, Any]]) -> int:
-        if _COUNT is not None and type(self) is TokenCounter:  # the same sum, compiled (model/_count.c)
-            found = _COUNT.conversation(messages, self._short, self._memo, self.text, self.short, MEMO_MIN_CHARS,
-                                        TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_TOOL_CALL, self.message)
-            if found is not NotImplemented:
-                return REPLY_PRIMING + found  # type: ignore[no-any-return]
+        found = self.compiled("conversation", messages)  # the same sum, compiled
+        if found is not NotImplemented:
+            return REPLY_PRIMING + found  # type: ignore[no-any-return]
         total = REPLY_PRIMING
         message = self.message
         for m in messages:
@@ -253,10 +260,8 @@ class MemoTokens:
     def conversation(self, messages: list[dict[str, Any]]) -> int:
         memo = self.memo
         counter = self.counter
-        if not memo and _COUNT is not None and type(counter) is TokenCounter:  # each count compiled (_count.c)
-            counts = _COUNT.each(messages, counter._short, counter._memo, counter.text, counter.short,
-                                 MEMO_MIN_CHARS, TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_TOOL_CALL,
-                                 counter.message)
+        if not memo and type(counter) is TokenCounter:  # each message's count, compiled
+            counts = counter.compiled("each", messages)
             if counts is not NotImplemented:
                 for m, n in zip(messages, counts, strict=False):  # as many unless a callback cut the list
                     memo[id(m)] = (m, n)
