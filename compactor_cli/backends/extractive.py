@@ -24,7 +24,7 @@ from collections.abc import Callable
 from ..errors import BackendError
 from ..evidence.harness import without_injected
 from . import Answer, SummaryRequest
-from .facts import CODE, ROUTINE, fact_items, gated
+from .facts import fact_items, gated, is_code, is_routine
 from .messages import Item, Msg, clip, dedupe_key, plain_text, read_messages, sentences
 from .sections import SECTIONS, parse_sections, render_sections, split_evidence
 
@@ -135,8 +135,8 @@ def build_candidates(request: SummaryRequest) -> dict[str, list[Item]]:
     for pos, m in enumerate(msgs):
         if m.role != "user":  # things the user asked for (a developer message is the client's)
             continue
-        found = [s for s in sentences(_asked(m.text)) if _PREFERENCE.search(s) and not CODE.search(s)
-                 and not ROUTINE.search(s) and len(s) < 400]
+        found = [s for s in sentences(_asked(m.text)) if _PREFERENCE.search(s) and not is_code(s)
+                 and not is_routine(s) and len(s) < 400]
         for s in found:
             strong = 2.0 if _STRONG_PREFERENCE.search(s) else 1.0
             prefs.append(Item(f"{m.speaker}: {clip(plain_text(s))}", (1, pos),
@@ -146,7 +146,7 @@ def build_candidates(request: SummaryRequest) -> dict[str, list[Item]]:
     for pos, m in enumerate(msgs):
         if m.role != "assistant":
             continue
-        found = [s for s in m.sentences if not s.endswith("?") and _DECISION.search(s) and not CODE.search(s)]
+        found = [s for s in m.sentences if not s.endswith("?") and _DECISION.search(s) and not is_code(s)]
         for s in found:
             strong = 2.0 if _STRONG_DECISION.search(s) else 1.0
             decisions.append(Item(f"Assistant: {clip(plain_text(s))}", (1, pos),
@@ -167,7 +167,7 @@ def build_candidates(request: SummaryRequest) -> dict[str, list[Item]]:
     for pos, m in enumerate(msgs):
         if m.role == "assistant" and pos > last_action:
             for s in m.sentences:
-                if not s.endswith("?") and _PENDING.search(s) and not CODE.search(s):
+                if not s.endswith("?") and _PENDING.search(s) and not is_code(s):
                     pending.append(Item(f"Assistant: {clip(plain_text(s))}", (1, pos), recency(pos)))
 
     # a question is open when the other side's next turn does not take it up (shares none of
@@ -183,7 +183,7 @@ def build_candidates(request: SummaryRequest) -> dict[str, list[Item]]:
                 continue
             if m.role == "assistant" and reply is not None and _ASKS_FOR_INFO.search(s):
                 continue  # "Could you provide your user ID?": the user's next turn gave it
-            if not CODE.search(s) and not _answered(s, reply):
+            if not is_code(s) and not _answered(s, reply):
                 questions.append(Item(f"{m.speaker}: {clip(plain_text(s))}", (1, pos), 10.0 + recency(pos)))
 
     user_texts = [m.text for m in msgs if m.role in ("user", "developer") and m.text.strip()]

@@ -8,7 +8,9 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import islice
 from typing import cast
 
 from .messages import LIST_MARKUP, SENTENCE_BREAK, Item, Msg, clip
@@ -33,10 +35,11 @@ _CURRENCY = r"[$€£]\s?\d[\d,]*(?:\.\d+)?"  # the one kind of fact that may st
 _NUMBER_AT_WORD = r"\b\d[\d,]*(?:\.\d+)?\s?(?:" + _UNITS + r")\b|\b\d{4}-\d{2}-\d{2}\b"
 _NUMBER = re.compile(_CURRENCY + "|" + _NUMBER_AT_WORD)
 # an error line of tool output (not code that merely mentions an error)
-_ERROR = re.compile(r"^\s*(?:Traceback \(most recent call last\)|[\w.]*(?:Error|Exception)(?::|\s*$)|"
-                    r"error(?:\[\w+\])?:|ERROR\b|FAILED\b|FAIL:|fatal:|panic:|E\s{2,}\S|E[A-Z]{2,}:)|"
-                    r"No such file|command not found|"
-                    r"Permission denied|Segmentation fault|[Nn]ot found\.?\s*$|exit (?:code|status) [1-9]")
+_ERROR_LINE = (r"Traceback \(most recent call last\)|[\w.]*(?:Error|Exception)(?::|\s*$)|"
+               r"error(?:\[\w+\])?:|ERROR\b|FAILED\b|FAIL:|fatal:|panic:|E\s{2,}\S|E[A-Z]{2,}:")
+_ERROR_ANYWHERE = {r"No such file": ("No such file",), r"command not found": ("command not found",),
+                   r"Permission denied": ("Permission denied",), r"Segmentation fault": ("Segmentation fault",),
+                   r"[Nn]ot found\.?\s*$": ("ot found",), r"exit (?:code|status) [1-9]": ("exit ",)}
 
 
 def gated(pattern: str, first: str, flags: int = 0) -> re.Pattern[str]:
@@ -48,6 +51,35 @@ def gated(pattern: str, first: str, flags: int = 0) -> re.Pattern[str]:
     return re.compile(f"(?=[{first}])(?:{pattern})", flags)
 
 
+class LineTest:
+    r"""Whether a line (or a sentence) is of a kind: ``pattern.search(text)`` is not None, for a
+    pattern of the form ``^\s*(?:START)|ANYWHERE|...``, in a fraction of its time (issue 32).
+    A search of the whole pattern tries every alternative at every position of the text; here
+    ``START`` is tried once, at the text's start, and each ``ANYWHERE`` alternative only where
+    the text contains the strings its matches must contain (a plain substring test first).
+    ``pattern`` is kept as the reference ``tests/test_line_tests.py`` holds this to."""
+
+    def __init__(self, start: str, anywhere: Mapping[str, tuple[str, ...]]) -> None:
+        self.pattern = re.compile(r"^\s*(?:" + start + ")|" + "|".join(anywhere))
+        self._start = re.compile(r"\s*(?:" + start + ")")
+        self._anywhere = [(needles, re.compile(rx)) for rx, needles in anywhere.items()]
+
+    def __call__(self, text: str) -> bool:
+        if self._start.match(text) is not None:
+            return True
+        for needles, rx in self._anywhere:  # loops, not any(all(...)): most texts are short lines
+            for needle in needles:
+                if needle not in text:
+                    break
+            else:
+                if rx.search(text) is not None:
+                    return True
+        return False
+
+
+is_error_line = LineTest(_ERROR_LINE, _ERROR_ANYWHERE)
+
+
 # a short status line saying something went wrong ("Wrong flag!", "File does not exist.")
 _FAILURE = gated(r"\b(wrong|invalid|incorrect|failed|failure|denied|refused|cannot|can't|unable|"
                  r"does not exist|illegal|not allowed|does not add up|mismatch|not found|error)\b", "cdefimnruw", re.I)
@@ -55,8 +87,8 @@ _TAG = re.compile(r"</?[\w-]+>")
 # routine tool output: never a fact, however many paths or numbers it shows — `ls` listings (long
 # form or columns), installer and progress lines (pip, apt, npm, git, tqdm bars), bare headings
 # of a test report ("ERRORS:", "=== FAILURES ===")
-ROUTINE = re.compile(
-    r"^\s*(?:[dlcbps-][rwxsStT-]{9}[@+.]?\s+\d+\s+\S+\s+\S+\s+\d"
+is_routine = LineTest(
+    r"[dlcbps-][rwxsStT-]{9}[@+.]?\s+\d+\s+\S+\s+\S+\s+\d"
     r"|total \d+\s*$"
     r"|(?:[\w.@+-]+[/*@=|]?[ \t]{2,}){2,}[\w.@+-]+[/*@=|]?\s*$"
     r"|(?:Wall time|Chunk ID|Original token count|Process exited with code|Exit code|Duration|Elapsed)"
@@ -71,14 +103,15 @@ ROUTINE = re.compile(
     r"Unpacking |Setting up |Selecting previously unselected|Preparing to unpack|Fetched \d|"
     r"Receiving objects|Resolving deltas|remote: (?:Counting|Compressing|Enumerating|Total)|Cloning into|"
     r"added \d+ packages?|up to date, audited|npm (?:WARN|notice))"
-    r"|[=\-_*# ]*(?:ERRORS?|FAILURES?|FAILED|WARNINGS?|PASSED|short test summary info)[=\-_*#: ]*$)"
-    r"|\d{1,3}%\s*\|[^|]*\|"  # tqdm
-    r"|[━█▉▊▋▌▍▎▏#=>]{8,}"  # progress bars
-    r"|\b\d+(?:\.\d+)?\s?[kKMG]i?B/s\b|\beta \d+:\d\d")
+    r"|[=\-_*# ]*(?:ERRORS?|FAILURES?|FAILED|WARNINGS?|PASSED|short test summary info)[=\-_*#: ]*$",
+    {r"\d{1,3}%\s*\|[^|]*\|": ("%", "|"),  # tqdm
+     r"[━█▉▊▋▌▍▎▏#=>]{8,}": (),  # progress bars
+     r"\b\d+(?:\.\d+)?\s?[kKMG]i?B/s\b": ("B/s",), r"\beta \d+:\d\d": ("eta ",)})
 # a line of code (a numbered line of a file listing, a statement, a comment, markup), not prose or data
-CODE = re.compile(r"^\s*(?:\d+\s*[:→|]|\d+\s+\S)|^\s*(?:def|class|import|from|return|raise|except|try|if|elif|else|"
-                   r"for|while|with|async|await|const|let|var|function|fn|pub|case|catch|throw|assert)\b|;\s*$|"
-                   r"^\s*(?:#|//)\s|\{:error|^\s*<[/\w]")
+is_code = LineTest(r"\d+\s*[:→|]|\d+\s+\S|(?:def|class|import|from|return|raise|except|try|if|elif|else|"
+                   r"for|while|with|async|await|const|let|var|function|fn|pub|case|catch|throw|assert)\b|"
+                   r"(?:#|//)\s|<[/\w]",
+                   {r";\s*$": (";",), r"\{:error": ("{:error",)})
 SOURCE_WEIGHT = {"user": 3.0, "developer": 3.0, "assistant": 2.0, "tool": 1.0}
 
 
@@ -168,14 +201,21 @@ def _failure_lines(units: list[tuple[int, int, str]]) -> list[str]:
         plain = (_TAG.sub("", line) if "<" in line else line).strip()
         # the rare error test first: most lines are neither, and the code and routine patterns
         # search a whole line (the same lines come out in either order)
-        if not plain or not (_ERROR.search(plain) or (len(plain) <= 160 and _FAILURE.search(plain))):
+        if not plain or not (is_error_line(plain) or (len(plain) <= 160 and _FAILURE.search(plain))):
             continue
-        if not (CODE.search(plain) or ROUTINE.search(plain)):
+        if not (is_code(plain) or is_routine(plain)):
             out.append(plain)
     return out
 
 
 _WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def _words_at_least(text: str, n: int) -> bool:
+    """Whether ``text`` holds ``n`` words (``_WORD``): the search stops at the ``n``-th."""
+    return len(list(islice(_WORD.finditer(text), n))) >= n
+
+
 CALL_WEIGHT = 1.5  # the arguments of a tool call: what the agent chose to look at or change
 
 
@@ -241,7 +281,7 @@ def fact_items(msgs: list[Msg], limit: int | None = None) -> list[Item]:
                 skip = listed.get(k)
                 if skip is None:
                     line = src.units[k][2]
-                    skip = listed[k] = bool(CODE.search(line) or ROUTINE.search(line))
+                    skip = listed[k] = is_code(line) or is_routine(line)
                 if skip:
                     continue  # a path or number in listed code is the code's; routine output states no fact
             located.append((a, b, k))
@@ -266,11 +306,8 @@ def fact_items(msgs: list[Msg], limit: int | None = None) -> list[Item]:
         for k, count in per_unit.items():
             text = src.units[k][2]
             spans = by_unit[k]
-            rest = text
-            for a, b in sorted(spans, reverse=True):
-                rest = rest[:a] + " " + rest[b:]
             # JSON keys are no prose
-            prose = 2.0 if src.weight != CALL_WEIGHT and len(_WORD.findall(rest)) >= 2 else 1.0
+            prose = 2.0 if src.weight != CALL_WEIGHT and _words_at_least(_blanked(text, spans, " "), 2) else 1.0
             unit_weight[k] = base * prose / count ** 0.5 / shapes[_shape(text, spans)] ** 0.5
         if call:
             for a, b, k in located:
@@ -314,7 +351,32 @@ _DIGITS = re.compile(r"\d+")
 
 
 def _shape(line: str, spans: list[tuple[int, int]]) -> str:
-    """A line with its facts and digits blanked: lines of one shape are routine output."""
-    for a, b in sorted(spans, reverse=True):
-        line = line[:a] + "\x00" + line[b:]
-    return _DIGITS.sub("#", " ".join(line.split()).lower())[:48]
+    """A line with its facts and digits blanked: lines of one shape are routine output.
+
+    The first 48 characters of the blanked line, its whitespace runs made one space, lowered and
+    its digit runs made ``#``. Each step maps a prefix of a line to a prefix of the line's result
+    (str.lower is per character but for a capital sigma, whose form depends on what follows), so
+    a long line is shaped from its first ``_SHAPE_READ`` characters when they give 48 (issue 32:
+    the whole of each long line was split, joined and lowered for 48 characters)."""
+    blanked = _blanked(line, spans, "\x00")
+    head = blanked[:_SHAPE_READ]
+    if len(head) < len(blanked) and "Σ" not in head:
+        shape = _DIGITS.sub("#", " ".join(head.split()).lower())
+        if len(shape) >= 48:
+            return shape[:48]
+    return _DIGITS.sub("#", " ".join(blanked.split()).lower())[:48]
+
+
+_SHAPE_READ = 256
+
+
+def _blanked(text: str, spans: list[tuple[int, int]], blank: str) -> str:
+    """``text`` with each span (non-overlapping, as a search finds them) replaced by ``blank``."""
+    if not spans:
+        return text
+    parts, at = [], 0
+    for a, b in sorted(spans):
+        parts.append(text[at:a])
+        at = b
+    parts.append(text[at:])
+    return blank.join(parts)

@@ -50,9 +50,20 @@ _TEST_RESULT = re.compile(r"^=+ (.*\b(?:passed|failed|error|errors|skipped|no te
 _ERROR_LINE = re.compile(
     r"^(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Fault)\b(?::\s*\S.*|\s*$)"
     r"|E\s{2,}\S.*|FAILED\s+\S.*|ERROR\s+\S+.*(?:Error|Exception|failed|error).*"
-    r"|(?:\S+:\d+:(?:\d+:)?\s*)?(?:fatal )?error(?:\[\w+\])?:\s*\S.*|fatal:\s*\S.*|panic:\s*\S.*"
-    r"|.*(?:: command not found|No such file or directory|Permission denied|Segmentation fault"
-    r"|Killed|Timed out|timed out after|TimeoutExpired).*)$")
+    r"|(?:\S+:\d+:(?:\d+:)?\s*)?(?:fatal )?error(?:\[\w+\])?:\s*\S.*|fatal:\s*\S.*|panic:\s*\S.*)$")
+#: an error line anywhere a line says one of these (a substring test: issue 32, the pattern's
+#: ``.*(?:…).*`` tried each of them at every position of every line)
+_ERROR_WORDS = (": command not found", "No such file or directory", "Permission denied", "Segmentation fault",
+                "Killed", "Timed out", "timed out after", "TimeoutExpired")
+
+
+def is_error_line(line: str) -> bool:
+    """Whether a line of tool output (no newline in it) is an error line: what
+    ``ERROR_LINE_WHOLE.match`` answers, the reference ``tests/test_line_tests.py`` holds it to."""
+    return _ERROR_LINE.match(line) is not None or any(w in line for w in _ERROR_WORDS)
+
+
+ERROR_LINE_WHOLE = re.compile(_ERROR_LINE.pattern[:-2] + "|.*(?:" + "|".join(map(re.escape, _ERROR_WORDS)) + ").*)$")
 _LISTING = re.compile(r"^\s*\d+\s*[\t:│|→]|^\s+\d+\s|^\s*[-+@]{1,3}\s|^\s*(?:def|class|raise|except|assert|return|if|"
                       r"elif|for|while|with|import|from)\b|^\s*#|^\s*//")
 # a search or comparison whose exit status 1 means "no match" or "they differ", not a failure
@@ -294,7 +305,7 @@ def error_lines(text: str) -> list[str]:
             continue
         if not line or len(line) > 400 or _LISTING.match(line):
             continue
-        if _ERROR_LINE.match(line.lstrip() if line.startswith("E ") else line):
+        if is_error_line(line.lstrip() if line.startswith("E ") else line):
             plain = " ".join(line.split())
             if plain not in out:
                 out.append(plain)
