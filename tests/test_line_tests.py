@@ -104,3 +104,53 @@ def test_the_evidence_error_line_test_on_the_fixtures_real_lines():
                 assert extract.is_error_line(line) == whole, line[:200]
                 found += whole
     assert found >= 5  # the real runs have error lines to hold it to
+
+
+_CASE_PIECES = list(" \n:<>/-.0123456789aceiopstxEIKPSX") + [
+    "\u0131", "\u0130", "\u017f", "\u212a", "é", "exit code ", "EXIT STATUS: ", "Exit code: ", "exit code: -",
+    "e\u0131t code 2", "Proce\u017f\u017f exited with code 3", "Process exited with code ", "<returncode>",
+    "</returncode>", "<ReturnCode> 4 </returncode>", "wrong", "INVALID", "Failed", "fa\u0131led", "can't", "CANNOT",
+    "does not exist", "not found", "Error", "mismatch", "unable", "refused", "denied", "illegal", "not allowed",
+]
+
+
+def _exit_code_by_the_pattern(text: str) -> int | None:
+    m = extract._EXIT.search(text[:4000]) or extract._EXIT.search(text[-2000:])
+    return None if m is None else int(next(g for g in m.groups() if g is not None))
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_CASE_PIECES), max_size=20).map("".join))
+def test_substring_tests_rule_out_only_what_the_case_blind_patterns_would_not_find(text):
+    """An exit code and a failure word are found by case-blind patterns; the substring tests in
+    front of them (ASCII texts only) never turn away a text the pattern matches."""
+    assert extract.exit_code(text) == _exit_code_by_the_pattern(text), text
+    long = "x " * 2500 + text  # past the head: the tail's window
+    assert extract.exit_code(long) == _exit_code_by_the_pattern(long)
+    assert facts._says_failure(text) == (facts._FAILURE.search(text) is not None), text
+
+
+def _strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def test_substring_tests_on_the_fixtures_real_texts():
+    """Every string of every fixture record, whatever its format (Codex rollouts' outputs hold
+    their exit codes)."""
+    past_the_substrings = failures = 0
+    for _, rec in fixture_records():
+        for text in _strings(rec):
+            assert extract.exit_code(text) == _exit_code_by_the_pattern(text), text[:200]
+            past_the_substrings += any(w in text.lower() for w in extract._EXIT_WORDS)
+            for line in text.split("\n"):
+                failing = facts._FAILURE.search(line) is not None
+                assert facts._says_failure(line) == failing, line[:200]
+                failures += failing
+    assert past_the_substrings and failures > 50, (past_the_substrings, failures)

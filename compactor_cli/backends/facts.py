@@ -83,6 +83,20 @@ is_error_line = LineTest(_ERROR_LINE, _ERROR_ANYWHERE)
 # a short status line saying something went wrong ("Wrong flag!", "File does not exist.")
 _FAILURE = gated(r"\b(wrong|invalid|incorrect|failed|failure|denied|refused|cannot|can't|unable|"
                  r"does not exist|illegal|not allowed|does not add up|mismatch|not found|error)\b", "cdefimnruw", re.I)
+#: what a ``_FAILURE`` match contains, lowered (its words, "failed" and "failure" by their stem)
+_FAILURE_WORDS = ("wrong", "invalid", "incorrect", "fail", "denied", "refused", "cannot", "can't", "unable",
+                  "does not exist", "illegal", "not allowed", "does not add up", "mismatch", "not found", "error")
+
+
+def _says_failure(line: str) -> bool:
+    """``_FAILURE.search(line)`` is not None. An ASCII line without any of its words, lowered, is
+    ruled out by substring tests (issue 32); outside ASCII, case folding matches more than
+    ``str.lower`` finds (U+0131, the dotless i; U+212A, the Kelvin sign), so the pattern decides."""
+    if line.isascii() and not any(map(line.lower().__contains__, _FAILURE_WORDS)):
+        return False
+    return _FAILURE.search(line) is not None
+
+
 _TAG = re.compile(r"</?[\w-]+>")
 # routine tool output: never a fact, however many paths or numbers it shows — `ls` listings (long
 # form or columns), installer and progress lines (pip, apt, npm, git, tqdm bars), bare headings
@@ -201,7 +215,7 @@ def _failure_lines(units: list[tuple[int, int, str]]) -> list[str]:
         plain = (_TAG.sub("", line) if "<" in line else line).strip()
         # the rare error test first: most lines are neither, and the code and routine patterns
         # search a whole line (the same lines come out in either order)
-        if not plain or not (is_error_line(plain) or (len(plain) <= 160 and _FAILURE.search(plain))):
+        if not plain or not (is_error_line(plain) or (len(plain) <= 160 and _says_failure(plain))):
             continue
         if not (is_code(plain) or is_routine(plain)):
             out.append(plain)

@@ -60,7 +60,8 @@ _ERROR_WORDS = (": command not found", "No such file or directory", "Permission 
 def is_error_line(line: str) -> bool:
     """Whether a line of tool output (no newline in it) is an error line: what
     ``ERROR_LINE_WHOLE.match`` answers, the reference ``tests/test_line_tests.py`` holds it to."""
-    return _ERROR_LINE.match(line) is not None or any(w in line for w in _ERROR_WORDS)
+    # map over a bound method, not a generator: this runs on every line of every tool output
+    return _ERROR_LINE.match(line) is not None or any(map(line.__contains__, _ERROR_WORDS))
 
 
 ERROR_LINE_WHOLE = re.compile(_ERROR_LINE.pattern[:-2] + "|.*(?:" + "|".join(map(re.escape, _ERROR_WORDS)) + ").*)$")
@@ -281,8 +282,23 @@ def output_text(content: Any) -> str:
     return text
 
 
+#: what an ``_EXIT`` match contains, lowered: an ASCII text without any of them has none (issue 32:
+#: the case-blind search of a tool output's head and tail was half of the evidence's time)
+_EXIT_WORDS = ("<returncode>", "process exited with code", "exit code", "exit status")
+
+
+def _exit_search(window: str) -> re.Match[str] | None:
+    """``_EXIT.search(window)``. Outside ASCII, case folding matches more than ``str.lower``
+    finds (U+0131, the dotless i; U+017F, the long s), so only an ASCII window is ruled out by substrings."""
+    if window.isascii():
+        low = window.lower()
+        if not any(map(low.__contains__, _EXIT_WORDS)):
+            return None
+    return _EXIT.search(window)
+
+
 def exit_code(text: str) -> int | None:
-    m = _EXIT.search(text[:4000]) or _EXIT.search(text[-2000:])
+    m = _exit_search(text[:4000]) or _exit_search(text[-2000:])
     if not m:
         return None
     return int(next(g for g in m.groups() if g is not None))
