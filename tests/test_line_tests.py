@@ -91,7 +91,7 @@ _EVIDENCE_PIECES = [p for p in _PIECES if "\n" not in p] + [
 @settings(max_examples=2000, deadline=None)
 @given(st.lists(st.sampled_from(_EVIDENCE_PIECES), max_size=16).map("".join))
 def test_the_evidence_error_line_test_answers_what_its_whole_pattern_matches(line):
-    assert extract.is_error_line(line) == (extract.ERROR_LINE_WHOLE.match(line) is not None), line
+    assert extract.is_error_line(line) == (re.match(extract.ERROR_LINE_WHOLE, line) is not None), line
 
 
 def test_the_evidence_error_line_test_on_the_fixtures_real_lines():
@@ -100,7 +100,7 @@ def test_the_evidence_error_line_test_on_the_fixtures_real_lines():
         for m in (rec.get("messages") if isinstance(rec, dict) else None) or ():
             for raw in (content_text(m.get("content")) if isinstance(m, dict) else "").split("\n"):
                 line = raw.rstrip()
-                whole = extract.ERROR_LINE_WHOLE.match(line) is not None
+                whole = re.match(extract.ERROR_LINE_WHOLE, line) is not None
                 assert extract.is_error_line(line) == whole, line[:200]
                 found += whole
     assert found >= 5  # the real runs have error lines to hold it to
@@ -122,12 +122,11 @@ def _exit_code_by_the_pattern(text: str) -> int | None:
 @settings(max_examples=3000, deadline=None)
 @given(st.lists(st.sampled_from(_CASE_PIECES), max_size=20).map("".join))
 def test_substring_tests_rule_out_only_what_the_case_blind_patterns_would_not_find(text):
-    """An exit code and a failure word are found by case-blind patterns; the substring tests in
-    front of them (ASCII texts only) never turn away a text the pattern matches."""
+    """An exit code is found by a case-blind pattern; the substring tests in front of it (ASCII
+    texts only) never turn away a text the pattern matches."""
     assert extract.exit_code(text) == _exit_code_by_the_pattern(text), text
     long = "x " * 2500 + text  # past the head: the tail's window
     assert extract.exit_code(long) == _exit_code_by_the_pattern(long)
-    assert facts._says_failure(text) == (facts._FAILURE.search(text) is not None), text
 
 
 def _strings(value):
@@ -144,13 +143,9 @@ def _strings(value):
 def test_substring_tests_on_the_fixtures_real_texts():
     """Every string of every fixture record, whatever its format (Codex rollouts' outputs hold
     their exit codes)."""
-    past_the_substrings = failures = 0
+    past_the_substrings = 0
     for _, rec in fixture_records():
         for text in _strings(rec):
             assert extract.exit_code(text) == _exit_code_by_the_pattern(text), text[:200]
             past_the_substrings += any(w in text.lower() for w in extract._EXIT_WORDS)
-            for line in text.split("\n"):
-                failing = facts._FAILURE.search(line) is not None
-                assert facts._says_failure(line) == failing, line[:200]
-                failures += failing
-    assert past_the_substrings and failures > 50, (past_the_substrings, failures)
+    assert past_the_substrings

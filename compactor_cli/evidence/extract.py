@@ -59,12 +59,13 @@ _ERROR_WORDS = (": command not found", "No such file or directory", "Permission 
 
 def is_error_line(line: str) -> bool:
     """Whether a line of tool output (no newline in it) is an error line: what
-    ``ERROR_LINE_WHOLE.match`` answers, the reference ``tests/test_line_tests.py`` holds it to."""
+    ``re.match(ERROR_LINE_WHOLE, line)`` answers, the reference ``tests/test_line_tests.py`` holds it to."""
     # map over a bound method, not a generator: this runs on every line of every tool output
     return _ERROR_LINE.match(line) is not None or any(map(line.__contains__, _ERROR_WORDS))
 
 
-ERROR_LINE_WHOLE = re.compile(_ERROR_LINE.pattern[:-2] + "|.*(?:" + "|".join(map(re.escape, _ERROR_WORDS)) + ").*)$")
+#: the whole pattern ``is_error_line`` answers for, as text (the tests compile it: a run never needs it)
+ERROR_LINE_WHOLE = _ERROR_LINE.pattern[:-2] + "|.*(?:" + "|".join(map(re.escape, _ERROR_WORDS)) + ").*)$"
 _LISTING = re.compile(r"^\s*\d+\s*[\t:│|→]|^\s+\d+\s|^\s*[-+@]{1,3}\s|^\s*(?:def|class|raise|except|assert|return|if|"
                       r"elif|for|while|with|import|from)\b|^\s*#|^\s*//")
 # a search or comparison whose exit status 1 means "no match" or "they differ", not a failure
