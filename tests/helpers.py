@@ -36,6 +36,17 @@ def fixture_records() -> Iterator[tuple[Path, Any]]:
                 continue
 
 
+def fixture_message_texts() -> Iterator[str]:
+    """The content text of every message of the OpenAI-form records among ``fixture_records``
+    (empty for a message without text): the real texts the summariser's patterns are held to
+    their plain forms on."""
+    from compactor_cli.model.conversation import content_text
+
+    for _, rec in fixture_records():
+        for m in (rec.get("messages") if isinstance(rec, dict) else None) or ():
+            yield content_text(m.get("content")) if isinstance(m, dict) else ""
+
+
 def tool_conv(n_tools: int = 5, size: int = 400, ids: list[str] | None = None) -> dict:
     """A system prompt, then user / assistant call / tool result rounds with big results."""
     messages: list[dict] = [{"role": "system", "content": "You are a helpful agent."}]

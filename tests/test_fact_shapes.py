@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import re
 
-from helpers import fixture_records
+from helpers import fixture_message_texts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactor_cli.backends import facts
-from compactor_cli.model.conversation import content_text
 
 
 def shape_by_definition(line: str, spans: list[tuple[int, int]]) -> str:
@@ -63,10 +62,9 @@ def test_a_capital_sigma_at_the_cut_keeps_the_whole_lines_lower_case():
 
 def test_line_shapes_on_the_fixtures_real_lines():
     long_lines = 0
-    for _, rec in fixture_records():
-        for m in (rec.get("messages") if isinstance(rec, dict) else None) or ():
-            for line in (content_text(m.get("content")) if isinstance(m, dict) else "").split("\n"):
-                spans = [m.span() for m in facts._FACT.finditer(line)]
-                assert facts._shape(line, spans) == shape_by_definition(line, spans), line[:200]
-                long_lines += len(line) > facts._SHAPE_READ
+    for text in fixture_message_texts():
+        for line in text.split("\n"):
+            spans = [m.span() for m in facts._FACT.finditer(line)]
+            assert facts._shape(line, spans) == shape_by_definition(line, spans), line[:200]
+            long_lines += len(line) > facts._SHAPE_READ
     assert long_lines > 50

@@ -9,12 +9,11 @@ from __future__ import annotations
 import re
 
 import pytest
-from helpers import fixture_records
+from helpers import fixture_message_texts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactor_cli.backends import extractive, facts
-from compactor_cli.model.conversation import content_text
 
 GATED = {
     "failure": facts._FAILURE,
@@ -108,12 +107,10 @@ def test_gated_patterns_find_what_the_plain_ones_find(text):
 def test_gated_patterns_on_the_fixtures_real_texts():
     plains = {name: re.compile(_parts(g)[1], g.flags) for name, g in GATED.items()}
     texts = 0
-    for _, rec in fixture_records():
-        for m in (rec.get("messages") if isinstance(rec, dict) else None) or ():
-            text = content_text(m.get("content")) if isinstance(m, dict) else ""
-            if not text:
-                continue
-            texts += 1
-            for name, gated in GATED.items():
-                assert [x.span() for x in gated.finditer(text)] == [x.span() for x in plains[name].finditer(text)], name
+    for text in fixture_message_texts():
+        if not text:
+            continue
+        texts += 1
+        for name, gated in GATED.items():
+            assert [x.span() for x in gated.finditer(text)] == [x.span() for x in plains[name].finditer(text)], name
     assert texts > 400  # the OpenAI-form fixtures

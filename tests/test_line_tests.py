@@ -10,14 +10,13 @@ from __future__ import annotations
 import re
 
 import pytest
-from helpers import fixture_records
+from helpers import fixture_message_texts, fixture_records
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactor_cli.backends import facts
 from compactor_cli.backends.messages import sentences
 from compactor_cli.evidence import extract
-from compactor_cli.model.conversation import content_text
 
 TESTS = {"code": facts.is_code, "routine": facts.is_routine, "error": facts.is_error_line}
 
@@ -43,17 +42,15 @@ def test_a_line_test_answers_what_its_whole_pattern_finds(text):
 def test_line_tests_on_the_fixtures_real_lines_and_sentences():
     seen = dict.fromkeys(TESTS, 0)
     texts = 0
-    for _, rec in fixture_records():
-        for m in (rec.get("messages") if isinstance(rec, dict) else None) or ():
-            text = content_text(m.get("content")) if isinstance(m, dict) else ""
-            if not text:
-                continue
-            texts += 1
-            for unit in [*text.split("\n"), *sentences(text)]:
-                for name, test in TESTS.items():
-                    found = test.pattern.search(unit) is not None
-                    assert test(unit) == found, (name, unit[:200])
-                    seen[name] += found
+    for text in fixture_message_texts():
+        if not text:
+            continue
+        texts += 1
+        for unit in [*text.split("\n"), *sentences(text)]:
+            for name, test in TESTS.items():
+                found = test.pattern.search(unit) is not None
+                assert test(unit) == found, (name, unit[:200])
+                seen[name] += found
     assert texts > 400 and all(seen.values()), seen  # the real runs have lines of each kind
 
 
@@ -96,13 +93,12 @@ def test_the_evidence_error_line_test_answers_what_its_whole_pattern_matches(lin
 
 def test_the_evidence_error_line_test_on_the_fixtures_real_lines():
     found = 0
-    for _, rec in fixture_records():
-        for m in (rec.get("messages") if isinstance(rec, dict) else None) or ():
-            for raw in (content_text(m.get("content")) if isinstance(m, dict) else "").split("\n"):
-                line = raw.rstrip()
-                whole = re.match(extract.ERROR_LINE_WHOLE, line) is not None
-                assert extract.is_error_line(line) == whole, line[:200]
-                found += whole
+    for text in fixture_message_texts():
+        for raw in text.split("\n"):
+            line = raw.rstrip()
+            whole = re.match(extract.ERROR_LINE_WHOLE, line) is not None
+            assert extract.is_error_line(line) == whole, line[:200]
+            found += whole
     assert found >= 5  # the real runs have error lines to hold it to
 
 
