@@ -64,7 +64,7 @@ def test_line_shapes_on_the_fixtures_real_lines():
     long_lines = 0
     for text in fixture_message_texts():
         for line in text.split("\n"):
-            spans = [m.span() for m in facts._FACT.finditer(line)]
+            spans = [m.span() for m in facts.fact_pattern().finditer(line)]
             assert facts._shape(line, spans) == shape_by_definition(line, spans), line[:200]
             long_lines += len(line) > facts._SHAPE_READ
     assert long_lines > 50

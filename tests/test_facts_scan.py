@@ -16,9 +16,9 @@ from compactor_cli.backends import facts
 from compactor_cli.backends.facts import _facts_in, _is_path
 
 #: The alternation as it was written before the gate: url, path, id, number, in that order.
-PLAIN = re.compile("|".join(f"(?P<{name}>{rx.pattern})" for name, rx in
+PLAIN = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in
                             (("url", facts._URL), ("path", facts._PATH), ("id", facts._IDENT),
-                             ("number", facts._NUMBER))))
+                             ("number", facts._CURRENCY + "|" + facts._NUMBER_AT_WORD))))
 
 
 def plain_facts(text: str) -> list[tuple[int, int, str]]:
