@@ -118,11 +118,26 @@ def _exit_code_by_the_pattern(text: str) -> int | None:
 @settings(max_examples=3000, deadline=None)
 @given(st.lists(st.sampled_from(_CASE_PIECES), max_size=20).map("".join))
 def test_substring_tests_rule_out_only_what_the_case_blind_patterns_would_not_find(text):
-    """An exit code is found by a case-blind pattern; the substring tests in front of it (ASCII
-    texts only) never turn away a text the pattern matches."""
+    """An exit code is found by a case-blind pattern; the substring tests in front of it (on the
+    text lowered, with the dotless i, the dotted capital I and the long s folded) never turn away
+    a text the pattern matches."""
     assert extract.exit_code(text) == _exit_code_by_the_pattern(text), text
     long = "x " * 2500 + text  # past the head: the tail's window
     assert extract.exit_code(long) == _exit_code_by_the_pattern(long)
+
+
+def test_the_folded_characters_are_all_a_case_blind_match_equates_with_an_ascii_letter():
+    """Every code point a case-blind pattern matches with an ASCII letter is that letter once
+    lowered, but for the three the exit code's substring test folds first: so the test never
+    misses a letter of a word the pattern would match."""
+    letter = re.compile("[a-z]", re.I)
+    unlike = set()
+    for cp in range(0x110000):
+        c = chr(cp)
+        if not 0xD800 <= cp <= 0xDFFF and letter.fullmatch(c) and not re.fullmatch("[a-z]", c.lower()):
+            unlike.add(c)
+    assert unlike == set(extract._FOLD_TO_ASCII)
+    assert all(re.fullmatch(ascii_letter, c, re.I) for c, ascii_letter in extract._FOLD_TO_ASCII.items())
 
 
 def _strings(value):

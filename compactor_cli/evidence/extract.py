@@ -283,18 +283,24 @@ def output_text(content: Any) -> str:
     return text
 
 
-#: what an ``_EXIT`` match contains, lowered: an ASCII text without any of them has none (issue 32:
-#: the case-blind search of a tool output's head and tail was half of the evidence's time)
+#: what an ``_EXIT`` match contains, lowered: a text without any of them has none (issue 32: the
+#: case-blind search of a tool output's head and tail was half of the evidence's time)
 _EXIT_WORDS = ("<returncode>", "process exited with code", "exit code", "exit status")
+#: The characters a case-blind match equates with an ASCII letter that ``str.lower`` does not
+#: turn into it (the dotless i, the dotted capital I, the long s): the only three in Unicode
+#: (``tests/test_line_tests.py`` checks every code point).
+_FOLD_TO_ASCII = {"ı": "i", "İ": "i", "ſ": "s"}
+_FOLD = str.maketrans(_FOLD_TO_ASCII)
 
 
 def _exit_search(window: str) -> re.Match[str] | None:
-    """``_EXIT.search(window)``. Outside ASCII, case folding matches more than ``str.lower``
-    finds (U+0131, the dotless i; U+017F, the long s), so only an ASCII window is ruled out by substrings."""
-    if window.isascii():
-        low = window.lower()
-        if not any(map(low.__contains__, _EXIT_WORDS)):
-            return None
+    """``_EXIT.search(window)``, after a substring test on the window lowered (with the three
+    characters ``str.lower`` leaves apart folded too, where there are any)."""
+    low = window.lower()
+    if not window.isascii() and any(map(window.__contains__, _FOLD_TO_ASCII)):
+        low = window.translate(_FOLD).lower()
+    if not any(map(low.__contains__, _EXIT_WORDS)):
+        return None
     return _EXIT.search(window)
 
 
