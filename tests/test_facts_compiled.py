@@ -130,3 +130,59 @@ def test_the_word_lists_are_spelt_out_in_full(alternatives: str) -> None:
         assert sum(1 for w in words if re.fullmatch(alternative, w)) == 2 ** alternative.count("?")
     assert all(whole.fullmatch(w) and len(w) <= 16 for w in words)
     assert facts._DOT_WORDS >= facts.spellings(facts._EXTENSIONS) | facts.spellings(facts._TLDS)
+
+
+def has_word(text: str) -> bool:
+    return SCAN.has_word(text, facts._FAILURE_WORDS)
+
+
+def test_case_folding_to_an_ascii_letter_is_what_re_does_over_every_code_point() -> None:
+    """A one-letter word is found in a one-character text exactly where a case-blind pattern
+    of that letter matches it: the Kelvin sign, the dotted capital I, the dotless i and the long
+    s included, and nothing else outside ASCII."""
+    letters = tuple("abcdefghijklmnopqrstuvwxyz")
+    any_letter = re.compile("[a-z]", re.I)
+    equated = {}
+    for cp in range(0x110000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        c = chr(cp)
+        assert SCAN.has_word(c, letters) == (any_letter.fullmatch(c) is not None), hex(cp)
+        if any_letter.fullmatch(c) and cp >= 128:
+            equated[c] = next(x for x in letters if re.fullmatch(x, c, re.I))
+    assert equated == {"\u212a": "k", "\u0130": "i", "\u0131": "i", "\u017f": "s"}
+    for c, letter in equated.items():
+        assert [x for x in letters if SCAN.has_word(c, (x,))] == [letter]
+
+
+FAILURE_PIECES = [*facts._FAILURE_WORDS, "ERROR", "Error", "FaIlEd", "CAN'T", "can t", "errors", "error_", "_error",
+                  "xerror", "error2", "2error", "\u0131nvalid", "\u0130NVALID", "refu\u017fed", "\u212a", "does not",
+                  " exist", "not  found", "not\nfound", " ", "\n", ".", "'", "-", "a", "é", "日", "٣", "!", ":"]
+
+
+@settings(max_examples=1000)
+@given(st.lists(st.sampled_from(FAILURE_PIECES), max_size=12).map("".join))
+def test_has_word_is_the_case_blind_pattern(text: str) -> None:
+    assert has_word(text) == (facts._FAILURE.search(text) is not None)
+
+
+@given(st.text(max_size=200))
+def test_has_word_on_any_text(text: str) -> None:
+    assert has_word(text) == (facts._FAILURE.search(text) is not None)
+
+
+def test_has_word_on_the_real_lines() -> None:
+    found = 0
+    for text in fixture_message_texts():
+        for line in text.split("\n"):
+            mine = has_word(line)
+            assert mine == (facts._FAILURE.search(line) is not None), line[:200]
+            found += mine
+    assert found > 50
+
+
+@pytest.mark.parametrize("words", [("Error",), ("error ",), ("",), ("x" * 33,), ["error"], ("é",), (3,)])
+def test_has_word_refuses_words_it_cannot_read(words: object) -> None:
+    with pytest.raises(ValueError, match="has_word"):
+        SCAN.has_word("an error", words)
+    assert SCAN.has_word("an error", facts._FAILURE_WORDS)  # and reads the next tuple afresh

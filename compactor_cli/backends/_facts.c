@@ -188,10 +188,111 @@ static PyObject *scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     return sc.out;
 }
 
+/* ---------------------------------------------------------------- has_word
+ *
+ * has_word(text, words): whether the case-blind pattern \b(?:WORD|WORD|...)\b (re.I) finds a
+ * match in text, for words of ASCII lower-case letters, spaces and apostrophes that begin and
+ * end with a letter (facts._FAILURE_WORDS: the summariser asks it of every short line of tool
+ * output, where the pattern cost 2 us a line). Case-blind, a character matches an ASCII letter
+ * when fold() makes it that letter: its ASCII capital, the Kelvin sign (k), the dotted capital I
+ * and the dotless i (i), the long s (s); tests/test_facts_compiled.py checks that against re
+ * over every code point, and has_word against the pattern. */
+
+static inline Py_UCS4 fold(Py_UCS4 c) {
+    if (c < 128)
+        return c >= 'A' && c <= 'Z' ? c + 32 : c;
+    switch (c) {
+    case 0x212A:
+        return 'k';
+    case 0x130:
+    case 0x131:
+        return 'i';
+    case 0x17F:
+        return 's';
+    default:
+        return c;
+    }
+}
+
+#define MAX_WORDS 64
+#define MAX_WORD 32
+
+/* The words last asked about, read once: a run asks about the same tuple every time. */
+static PyObject *words_read;
+static char word_text[MAX_WORDS][MAX_WORD + 1];
+static Py_ssize_t word_len[MAX_WORDS], word_count;
+
+static int read_words(PyObject *words) {
+    if (words == words_read)
+        return 1;
+    if (!PyTuple_Check(words) || PyTuple_GET_SIZE(words) > MAX_WORDS) {
+        PyErr_SetString(PyExc_ValueError, "has_word: words is a tuple of at most 64 words");
+        return 0;
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(words);
+    for (Py_ssize_t w = 0; w < count; w++) {
+        PyObject *word = PyTuple_GET_ITEM(words, w);
+        Py_ssize_t len = PyUnicode_Check(word) ? PyUnicode_GET_LENGTH(word) : 0;
+        const char *text = len ? PyUnicode_AsUTF8(word) : NULL;
+        int ok = text != NULL && len <= MAX_WORD && (Py_ssize_t)strlen(text) == len && is_lower((Py_UCS4)text[0]) &&
+                 is_lower((Py_UCS4)text[len - 1]);
+        for (Py_ssize_t i = 0; ok && i < len; i++)
+            ok = is_lower((Py_UCS4)text[i]) || text[i] == ' ' || text[i] == '\'';
+        if (!ok) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ValueError, "has_word: a word is 1-32 of a-z, space and ' that begins and ends with a letter");
+            words_read = NULL; /* word_text may be half written */
+            return 0;
+        }
+        memcpy(word_text[w], text, (size_t)len + 1);
+        word_len[w] = len;
+    }
+    word_count = count;
+    Py_INCREF(words);
+    Py_XDECREF(words_read);
+    words_read = words;
+    return 1;
+}
+
+static PyObject *has_word(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 2 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "has_word(text: str, words: tuple[str, ...])");
+        return NULL;
+    }
+    if (!read_words(args[1]))
+        return NULL;
+    PyObject *text = args[0];
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int after_word = 0;
+    for (Py_ssize_t p = 0; p < n; p++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, p);
+        if (!after_word) {
+            Py_UCS4 f = fold(c);
+            for (Py_ssize_t w = 0; w < word_count && is_lower(f); w++) {
+                const char *word = word_text[w];
+                Py_ssize_t len = word_len[w], i = 0;
+                if ((Py_UCS4)word[0] != f || n - p < len)
+                    continue;
+                while (i < len && fold(PyUnicode_READ(kind, data, p + i)) == (Py_UCS4)(unsigned char)word[i])
+                    i++;
+                if (i == len && (p + len == n || !is_word(PyUnicode_READ(kind, data, p + len))))
+                    Py_RETURN_TRUE;
+            }
+        }
+        after_word = is_word(c);
+    }
+    Py_RETURN_FALSE;
+}
+
 static PyMethodDef methods[] = {
     {"scan", (PyCFunction)(void (*)(void))scan, METH_FASTCALL,
      "scan(kinds, currency, dot_words, unit_words, text): [(start, end, lastgroup)] of the fact pattern's "
      "finditer(text)."},
+    {"has_word", (PyCFunction)(void (*)(void))has_word, METH_FASTCALL,
+     "has_word(text, words): whether re.search(r'\\b(?:' + '|'.join(words) + r')\\b', text, re.I) finds a match."},
     {NULL, NULL, 0, NULL},
 };
 

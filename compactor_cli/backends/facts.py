@@ -92,8 +92,10 @@ is_error_line = LineTest(_ERROR_LINE, _ERROR_ANYWHERE)
 
 
 # a short status line saying something went wrong ("Wrong flag!", "File does not exist.")
-_FAILURE = gated(r"\b(wrong|invalid|incorrect|failed|failure|denied|refused|cannot|can't|unable|"
-                 r"does not exist|illegal|not allowed|does not add up|mismatch|not found|error)\b", "cdefimnruw", re.I)
+_FAILURE_WORDS = ("wrong", "invalid", "incorrect", "failed", "failure", "denied", "refused", "cannot", "can't",
+                  "unable", "does not exist", "illegal", "not allowed", "does not add up", "mismatch", "not found",
+                  "error")
+_FAILURE = gated(r"\b(" + "|".join(_FAILURE_WORDS) + r")\b", "cdefimnruw", re.I)
 _TAG = re.compile(r"</?[\w-]+>")
 # routine tool output: never a fact, however many paths or numbers it shows — `ls` listings (long
 # form or columns), installer and progress lines (pip, apt, npm, git, tqdm bars), bare headings
@@ -239,6 +241,11 @@ def _units(text: str, lines: bool, parts: list[str] | None = None) -> list[tuple
     return out
 
 
+def _failure_word(line: str) -> bool:
+    """``_FAILURE.search(line)``, compiled where it is (backends/_facts.c ``has_word``)."""
+    return _SCAN.has_word(line, _FAILURE_WORDS) if _SCAN else _FAILURE.search(line) is not None
+
+
 def _failure_lines(units: list[tuple[int, int, str]]) -> list[str]:
     """A tool result's error lines: an error message ("ValueError: …", "fatal: …", "EISDIR: …")
     or a short status line saying something went wrong ("Wrong flag!"); never a line of code."""
@@ -247,7 +254,7 @@ def _failure_lines(units: list[tuple[int, int, str]]) -> list[str]:
         plain = (_TAG.sub("", line) if "<" in line else line).strip()
         # the rare error test first: most lines are neither, and the code and routine patterns
         # search a whole line (the same lines come out in either order)
-        if not plain or not (is_error_line(plain) or (len(plain) <= 160 and _FAILURE.search(plain))):
+        if not plain or not (is_error_line(plain) or (len(plain) <= 160 and _failure_word(plain))):
             continue
         if not (is_code(plain) or is_routine(plain)):
             out.append(plain)
