@@ -311,7 +311,8 @@ def fact_items(msgs: list[Msg], limit: int | None = None) -> list[Item]:
     their own; code lines are not errors, and paths or numbers inside listed code are not facts.
     At most ``limit`` fact items are made (more could not fit the budget anyway)."""
     n = max(1, len(msgs))
-    found: list[tuple[_Source, list[tuple[int, int, int]]]] = []  # (source, facts: start, end, unit)
+    # (source, facts: start, end, unit; their spans by unit, and the units' shapes)
+    found: list[tuple[_Source, list[tuple[int, int, int]], dict[int, list[tuple[int, int]]], dict[int, str]]] = []
     shapes: Counter[str] = Counter()
     items: list[Item] = []
     for src in _sources(msgs):
@@ -339,29 +340,28 @@ def fact_items(msgs: list[Msg], limit: int | None = None) -> list[Item]:
                     continue  # a path or number in listed code is the code's; routine output states no fact
             located.append((a, b, k))
         if located:
-            found.append((src, located))
-            for k, spans in _spans_by_unit(src, located).items():
-                shapes[_shape(src.units[k][2], spans)] += 1
+            by_unit = _spans_by_unit(src, located)
+            shape_of = {k: _shape(src.units[k][2], spans) for k, spans in by_unit.items()}
+            shapes.update(shape_of.values())
+            found.append((src, located, by_unit, shape_of))
     where: dict[str, tuple[float, int, int, int, int]] = {}  # fact -> (weight, source, start, end, unit)
     # recurrence (float bonuses in a Counter: a fact that does not recur reads 0)
     bonus = cast("dict[str, float]", Counter())
     # a tool call's arguments count for the facts nothing else states (a reservation looked up,
     # a file read whose path no output repeats): read them last, adding no weight to the others
     found.sort(key=lambda f: f[0].weight == CALL_WEIGHT)
-    for si, (src, located) in enumerate(found):
+    for si, (src, located, by_unit, shape_of) in enumerate(found):
         call = src.weight == CALL_WEIGHT
         per_unit = Counter(k for _, _, k in located)
         in_message = len({src.text[a:b] for a, b, _ in located})
         base = (src.weight * (1 + 0.2 * src.pos / n) / in_message ** 0.2
                 * min(1.0, (2000 / len(src.text)) ** 0.25))
         unit_weight: dict[int, float] = {}
-        by_unit = _spans_by_unit(src, located)
         for k, count in per_unit.items():
-            text = src.units[k][2]
-            spans = by_unit[k]
             # JSON keys are no prose
-            prose = 2.0 if src.weight != CALL_WEIGHT and _words_at_least(_blanked(text, spans, " "), 2) else 1.0
-            unit_weight[k] = base * prose / count ** 0.5 / shapes[_shape(text, spans)] ** 0.5
+            prose = (2.0 if src.weight != CALL_WEIGHT and _words_at_least(_blanked(src.units[k][2], by_unit[k], " "), 2)
+                     else 1.0)
+            unit_weight[k] = base * prose / count ** 0.5 / shapes[shape_of[k]] ** 0.5
         if call:
             for a, b, k in located:
                 where.setdefault(src.text[a:b], (unit_weight[k], si, a, b, k))
