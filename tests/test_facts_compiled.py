@@ -76,7 +76,7 @@ def test_on_every_text_of_three_short_pieces() -> None:
     "see 3 files, 1.5 GiB and 50%x", "12 000 rows", "2024-05-01T10:00", "src/a.py and ./b.tar.gz", "x.pyc",
     "api.example.dev:8080", "~/notes/a.md", "//", " / ", "a-b-c-d", "ABC-12 A1B2C ABCD1", "user_id_3 a_b_c",
     "abc1234 is the commit", "deadbeef" + " " * 40 + "sha", "deadbeef" + " " * 41 + "sha", "deadbeef\nsha",
-    "US$5 €3 £ 4", "٣ files", "۱۲ ms",
+    "US$5 €3 £ 4", "٣ files", "۱۲ ms", "\ud800 3 files \udfff.py", "a\x00b.py 1\x00%", "K\u212a-12 \u0130D-3",
 ])
 def test_the_cases_each_test_is_for(text: str) -> None:
     assert compiled(text) == finditer(text)
