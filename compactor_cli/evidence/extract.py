@@ -57,11 +57,12 @@ _ERROR_WORDS = (": command not found", "No such file or directory", "Permission 
                 "Killed", "Timed out", "timed out after", "TimeoutExpired")
 
 
-def is_error_line(line: str) -> bool:
+def is_error_line(line: str, words: tuple[str, ...] = _ERROR_WORDS) -> bool:
     """Whether a line of tool output (no newline in it) is an error line: what
-    ``re.match(ERROR_LINE_WHOLE, line)`` answers, the reference ``tests/test_line_tests.py`` holds it to."""
+    ``re.match(ERROR_LINE_WHOLE, line)`` answers, the reference ``tests/test_line_tests.py`` holds it to.
+    ``words``: those of ``_ERROR_WORDS`` the line may hold (the others are not in its text)."""
     # map over a bound method, not a generator: this runs on every line of every tool output
-    return _ERROR_LINE.match(line) is not None or any(map(line.__contains__, _ERROR_WORDS))
+    return _ERROR_LINE.match(line) is not None or any(map(line.__contains__, words))
 
 
 #: the whole pattern ``is_error_line`` answers for, as text (the tests compile it: a run never needs it)
@@ -315,6 +316,7 @@ def error_lines(text: str) -> list[str]:
     """The distinctive error lines of a tool output, the closing line of a traceback first."""
     out: list[str] = []
     in_traceback = False
+    words = tuple(w for w in _ERROR_WORDS if w in text)  # one search of the text, not one per line
     for raw in text.split("\n"):
         line = raw.rstrip()
         if line.startswith("Traceback (most recent call last)"):
@@ -326,12 +328,13 @@ def error_lines(text: str) -> list[str]:
             if plain not in out and len(line) <= 400:
                 out.append(plain)
             continue
-        if not line or len(line) > 400 or _LISTING.match(line):
+        # the rare error line first: most lines are none, and a listing's pattern tries six forms
+        if (not line or len(line) > 400 or not is_error_line(line.lstrip() if line.startswith("E ") else line, words)
+                or _LISTING.match(line)):
             continue
-        if is_error_line(line.lstrip() if line.startswith("E ") else line):
-            plain = " ".join(line.split())
-            if plain not in out:
-                out.append(plain)
+        plain = " ".join(line.split())
+        if plain not in out:
+            out.append(plain)
     return out
 
 
