@@ -39,6 +39,28 @@ def test_a_line_test_answers_what_its_whole_pattern_finds(text):
         assert test(text) == (test.pattern.search(text) is not None), (name, text)
 
 
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES + ["\n"] * 6), max_size=60).map("".join))
+def test_a_line_test_within_a_text_answers_as_the_test_on_its_lines(text):
+    """``within(text)`` leaves out the alternatives whose strings the text lacks: on the text's
+    lines, stripped or not, it answers what the whole test answers."""
+    for name, test in TESTS.items():
+        narrowed = test.within(text)
+        for line in text.split("\n"):
+            for unit in (line, line.strip()):
+                assert narrowed(unit) == test(unit), (name, unit)
+
+
+def test_the_failure_lines_of_the_fixtures_are_those_of_the_whole_line_test(monkeypatch):
+    """The summariser's failure lines of every fixture text, with each line's test narrowed to its
+    text and without (tagged lines, whose tags are taken out, keep the whole test)."""
+    texts = [t for t in fixture_message_texts() if t]
+    narrowed = [facts._failure_lines(facts._units(t, True), t) for t in texts]
+    monkeypatch.setattr(facts.LineTest, "within", lambda self, text: self)
+    assert narrowed == [facts._failure_lines(facts._units(t, True), t) for t in texts]
+    assert sum(map(len, narrowed)) > 20
+
+
 def test_line_tests_on_the_fixtures_real_lines_and_sentences():
     seen = dict.fromkeys(TESTS, 0)
     texts = 0

@@ -9,6 +9,7 @@ import re
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Mapping
+from copy import copy
 from dataclasses import dataclass
 from functools import cache
 from itertools import islice
@@ -74,6 +75,17 @@ class LineTest:
     def pattern(self) -> re.Pattern[str]:
         """The whole pattern, compiled when asked for (by the tests: a run never needs it)."""
         return re.compile(self._whole)
+
+    def within(self, text: str) -> LineTest:
+        """This test for the lines of ``text``: without the alternatives whose strings ``text``
+        lacks, which none of its lines (its substrings) can hold (one search of the text for each,
+        not one per line)."""
+        kept = [(needles, rx) for needles, rx in self._anywhere if all(map(text.__contains__, needles))]
+        if len(kept) == len(self._anywhere):
+            return self
+        narrowed = copy(self)
+        narrowed._anywhere = kept
+        return narrowed
 
     def __call__(self, text: str) -> bool:
         if self._start.match(text) is not None:
@@ -246,15 +258,19 @@ def _failure_word(line: str) -> bool:
     return _SCAN.has_word(line, _FAILURE_WORDS) if _SCAN else _FAILURE.search(line) is not None
 
 
-def _failure_lines(units: list[tuple[int, int, str]]) -> list[str]:
+def _failure_lines(units: list[tuple[int, int, str]], text: str) -> list[str]:
     """A tool result's error lines: an error message ("ValueError: …", "fatal: …", "EISDIR: …")
-    or a short status line saying something went wrong ("Wrong flag!"); never a line of code."""
+    or a short status line saying something went wrong ("Wrong flag!"); never a line of code.
+    ``units``: the lines of ``text``."""
     out = []
+    error_line = is_error_line.within(text)  # for lines as they are in the text: not one without its tags
     for _, _, line in units:
-        plain = (_TAG.sub("", line) if "<" in line else line).strip()
+        tagged = "<" in line
+        plain = (_TAG.sub("", line) if tagged else line).strip()
         # the rare error test first: most lines are neither, and the code and routine patterns
         # search a whole line (the same lines come out in either order)
-        if not plain or not (is_error_line(plain) or (len(plain) <= 160 and _failure_word(plain))):
+        if not plain or not ((is_error_line if tagged else error_line)(plain)
+                             or (len(plain) <= 160 and _failure_word(plain))):
             continue
         if not (is_code(plain) or is_routine(plain)):
             out.append(plain)
@@ -320,7 +336,7 @@ def fact_items(msgs: list[Msg], limit: int | None = None) -> list[Item]:
         lines = msg.role == "tool" and src.speaker == msg.speaker
         if lines:
             items += [Item(f"{src.speaker}: {clip(line, 180)}", (1, src.pos), 1.5 * (1 + 0.2 * src.pos / n))
-                      for line in _failure_lines(src.units)[:3]]
+                      for line in _failure_lines(src.units, src.text)[:3]]
         facts = _facts_in(src.text)
         if not facts:
             continue
