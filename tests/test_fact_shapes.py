@@ -12,7 +12,7 @@ from helpers import fixture_message_texts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactor_cli.backends import facts
+from compactor_cli.backends import fact_scan, facts
 
 
 def shape_by_definition(line: str, spans: list[tuple[int, int]]) -> str:
@@ -64,7 +64,7 @@ def test_line_shapes_on_the_fixtures_real_lines():
     long_lines = 0
     for text in fixture_message_texts():
         for line in text.split("\n"):
-            spans = [m.span() for m in facts.fact_pattern().finditer(line)]
+            spans = [m.span() for m in fact_scan.fact_pattern().finditer(line)]
             assert facts._shape(line, spans) == shape_by_definition(line, spans), line[:200]
             long_lines += len(line) > facts._SHAPE_READ
     assert long_lines > 50

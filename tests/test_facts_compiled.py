@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_facts_scan import PIECES
 
-from compactor_cli.backends import facts
+from compactor_cli.backends import fact_scan, facts
 
-SCAN = facts._SCAN
+SCAN = fact_scan.COMPILED
 
 
 def test_the_compiled_scan_is_built() -> None:
@@ -27,11 +27,11 @@ def test_the_compiled_scan_is_built() -> None:
 
 
 def compiled(text: str) -> list[tuple[int, int, str | None]]:
-    return SCAN.scan(facts._FACT_KINDS, facts._FACT_CURRENCY, facts._DOT_WORDS, facts._UNIT_WORDS, text)
+    return SCAN.scan(fact_scan._FACT_KINDS, fact_scan._FACT_CURRENCY, fact_scan._DOT_WORDS, fact_scan._UNIT_WORDS, text)
 
 
 def finditer(text: str) -> list[tuple[int, int, str | None]]:
-    return [(*m.span(), m.lastgroup) for m in facts.fact_pattern().finditer(text)]
+    return [(*m.span(), m.lastgroup) for m in fact_scan.fact_pattern().finditer(text)]
 
 
 #: what each of the scan's tests looks at: numbers with and without their unit, extensions and
@@ -107,8 +107,8 @@ def test_a_long_run_of_hyphens_asks_the_pattern_once_per_fact() -> None:
             return self.pattern.match(text, pos)
 
     text = "x-" * 20_000 + " 3 files"
-    found = SCAN.scan(Counting(facts._FACT_KINDS), Counting(facts._FACT_CURRENCY), facts._DOT_WORDS,
-                      facts._UNIT_WORDS, text)
+    found = SCAN.scan(Counting(fact_scan._FACT_KINDS), Counting(fact_scan._FACT_CURRENCY), fact_scan._DOT_WORDS,
+                      fact_scan._UNIT_WORDS, text)
     assert found == finditer(text) == [(len(text) - 7, len(text), "number")]
     assert asked == [len(text) - 7]
 
@@ -118,18 +118,18 @@ def test_a_pattern_that_matches_nothing_is_refused() -> None:
         SCAN.scan(re.compile(r"\b"), re.compile("x"), frozenset(), frozenset({"files"}), "3 files")
 
 
-@pytest.mark.parametrize("alternatives", [facts._EXTENSIONS, facts._TLDS, facts._UNITS])
+@pytest.mark.parametrize("alternatives", [fact_scan._EXTENSIONS, fact_scan._TLDS, fact_scan._UNITS])
 def test_the_word_lists_are_spelt_out_in_full(alternatives: str) -> None:
     """The scan looks a word up in these sets; each alternative is letters, digits and "%" with
     optional characters, so its spellings are all it matches, and each is short enough for the
     scan to look up (16 characters)."""
-    words = facts.spellings(alternatives)
+    words = fact_scan.spellings(alternatives)
     whole = re.compile(f"(?:{alternatives})")
     for alternative in alternatives.split("|"):
         assert re.fullmatch(r"(?:[A-Za-z0-9%]\??)+", alternative), alternative
         assert sum(1 for w in words if re.fullmatch(alternative, w)) == 2 ** alternative.count("?")
     assert all(whole.fullmatch(w) and len(w) <= 16 for w in words)
-    assert facts._DOT_WORDS >= facts.spellings(facts._EXTENSIONS) | facts.spellings(facts._TLDS)
+    assert fact_scan._DOT_WORDS >= fact_scan.spellings(fact_scan._EXTENSIONS) | fact_scan.spellings(fact_scan._TLDS)
 
 
 def has_word(text: str) -> bool:

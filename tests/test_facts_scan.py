@@ -1,4 +1,4 @@
-"""The extractive summariser's fact scan (backends/facts.py ``_FACT``) finds exactly what the plain
+"""The extractive summariser's fact scan (backends/fact_scan.py ``_FACT``) finds exactly what the plain
 alternation of its four patterns finds, match for match and kind for kind: it tests once that no
 word character precedes instead of trying each kind inside every word (issue 32), and a summary
 must not change by a byte for that."""
@@ -12,13 +12,14 @@ from helpers import fixture_records
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactor_cli.backends import facts
-from compactor_cli.backends.facts import _facts_in, _is_path
+from compactor_cli.backends import fact_scan
+from compactor_cli.backends.fact_scan import _is_path
+from compactor_cli.backends.fact_scan import facts_in as _facts_in  # noqa: N813
 
 #: The alternation as it was written before the gate: url, path, id, number, in that order.
 PLAIN = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in
-                            (("url", facts._URL), ("path", facts._PATH), ("id", facts._IDENT),
-                             ("number", facts._CURRENCY + "|" + facts._NUMBER_AT_WORD))))
+                            (("url", fact_scan._URL), ("path", fact_scan._PATH), ("id", fact_scan._IDENT),
+                             ("number", fact_scan._CURRENCY + "|" + fact_scan._NUMBER_AT_WORD))))
 
 
 def plain_facts(text: str) -> list[tuple[int, int, str]]:

@@ -1,6 +1,6 @@
 /* The offline summariser's fact scan, with the walk compiled (issue 32).
  *
- * facts._FACT finds the URLs, paths, identifiers and numbers of a text. _FACT.finditer(text)
+ * fact_scan._FACT finds the URLs, paths, identifiers and numbers of a text. _FACT.finditer(text)
  * tried the pattern at every position: Python's re spends some 48 ns at each before it tries any
  * kind of fact, and 1-5 us at each where one may start and none does (a bare number, "self.x"),
  * so the scan cost 120-180 ns a character, a third of the summariser's time on real runs.
@@ -18,8 +18,8 @@
  *   - a currency sign (which may start inside a word: "US$5"): there `currency` is asked.
  *
  * dot_words are the spellings of the file extensions and top-level domains that may follow a
- * "." in a path or a URL, unit_words those of the units after a number (facts.py spells them
- * out of its patterns). tests/test_facts_compiled.py holds scan to finditer on generated texts,
+ * "." in a path or a URL, unit_words those of the units after a number (fact_scan.py spells
+ * them out of its patterns). tests/test_facts_compiled.py holds scan to finditer on generated texts,
  * on every short text of fact pieces, and on the fixtures' messages.
  *
  * The walk is written once for each width of str (_facts_walk.h, included three times below).

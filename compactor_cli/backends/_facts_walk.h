@@ -1,6 +1,6 @@
 /* The fact scan's walk for one width of str: CHAR is Py_UCS1, Py_UCS2 or Py_UCS4, and F(name)
  * names this width's copy (_facts.c includes this file once for each). Each test below is one
- * that a kind of fact's pattern (facts._URL, _PATH, _IDENT, _NUMBER_AT_WORD) cannot match
+ * that a kind of fact's pattern (fact_scan._URL, _PATH, _IDENT, _NUMBER_AT_WORD) cannot match
  * without, so a position none of them holds at is one no kind matches at. */
 
 static int F(starts_with)(const CHAR *s, Py_ssize_t n, Py_ssize_t p, const char *w, Py_ssize_t len) {
