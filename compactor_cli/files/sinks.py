@@ -27,6 +27,7 @@ from typing import IO, Any, Protocol
 
 from ..errors import OutputError
 from .compression import codec_of, new_encoder
+from .writeback import Writeback
 
 TEMP_PREFIX = ".xcompact-"
 TEMP_SUFFIX = ".partial"
@@ -115,21 +116,28 @@ class AtomicFile:
             self.fh.truncate(resume_length)
             self.fh.seek(resume_length)
             self.crc = resume_crc
+            self.writeback = Writeback(resume_length)
         else:
             os.makedirs(directory, exist_ok=True)
             fd, self.tmp = tempfile.mkstemp(prefix=partial_prefix(self.path), suffix=TEMP_SUFFIX, dir=directory)
             self.fh = os.fdopen(fd, "wb", buffering=WRITE_BUFFER)
             self.crc = 0
+            self.writeback = Writeback()
 
     def write(self, data: bytes | Spliced) -> None:
         if isinstance(data, (bytes, bytearray, memoryview)):
             self.fh.write(data)
             self.crc = zlib.crc32(data, self.crc)
+            if self.writeback.due(len(data)):
+                self.fh.flush()
+                self.writeback.start(self.fh.fileno())
         else:  # spliced in the kernel at the end of what was written; the worker's crc extends ours
             self.fh.flush()
             data.copy_to(self.fh.fileno())
             self.fh.seek(0, os.SEEK_END)
             self.crc = data.crc_after(self.crc)
+            if self.writeback.due(data.length):
+                self.writeback.start(self.fh.fileno())
 
     def checkpoint(self) -> tuple[int, int]:
         self.fh.flush()
@@ -142,6 +150,7 @@ class AtomicFile:
         self.fh.truncate(length)
         self.fh.seek(length)
         self.crc = crc
+        self.writeback = Writeback(length)
 
     def commit(self) -> None:
         self.checkpoint()
