@@ -9,9 +9,8 @@ repeated keys are noticed; the writer puts each number back as it was read."""
 from __future__ import annotations
 
 import json
+import os
 import re
-import secrets
-from decimal import Decimal
 from typing import Any
 
 from ..model.exact_numbers import ExactFloat
@@ -52,8 +51,7 @@ class ExactReader:
     def parse_float(self, text: str) -> float:
         value = float(text)
         # beyond a double's range, or digits lost: the text says what the double cannot
-        if value - value != 0 or ((len(text) > 15 or "e" in text or "E" in text)
-                                  and Decimal(repr(value)) != Decimal(text)):
+        if value - value != 0 or ((len(text) > 15 or "e" in text or "E" in text) and _digits_lost(value, text)):
             self.inexact_floats += 1
             return ExactFloat(text)
         return value
@@ -96,11 +94,19 @@ def duplicated_keys(raw: bytes) -> list[str]:
     return reader.duplicates
 
 
+def _digits_lost(value: float, text: str) -> bool:
+    """The double does not hold the number the text says (decimal is imported only here: the
+    long and exponent numbers that need this test are rare, start-up is every run)."""
+    from decimal import Decimal
+
+    return Decimal(repr(value)) != Decimal(text)
+
+
 def json_exact(obj: Any, **options: Any) -> str:
     """``json.dumps(obj, **options)`` with integers of any size and every ExactFloat as read."""
     # json writes a float subclass as a double: each ExactFloat goes in as a marker string no
     # input can hold (a fresh random nonce), which is then replaced by the number's text
-    nonce = secrets.token_hex(8)
+    nonce = os.urandom(8).hex()  # secrets.token_hex(8), without importing secrets (hmac, random) at start-up
     texts: list[str] = []
 
     def marked(v: Any) -> Any:

@@ -11,7 +11,6 @@ counts as a 1024x1024 one.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import math
 import re
@@ -50,6 +49,8 @@ def _source(part: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
 
 
 def _header(data: str, n: int = 64 * 1024) -> bytes:
+    import base64  # only a run with images reads their headers
+
     chunk = data[: n - n % 4]
     try:
         return base64.b64decode(chunk + "=" * (-len(chunk) % 4), validate=False)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-import string
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,6 +88,12 @@ class PlaceholderTemplate:
         return "".join(parts)
 
 
+def _formatter_parse(text: str) -> Any:
+    import string  # only a template of the user's own is parsed
+
+    return string.Formatter().parse(text)
+
+
 def parse_template(text: str) -> PlaceholderTemplate:
     """A template checked: only the known fields, no format specs, ``{id}`` in it, and some
     text of its own (a bare ``{id}`` could not be told from a result that is just its ID)."""
@@ -97,7 +102,7 @@ def parse_template(text: str) -> PlaceholderTemplate:
     pieces: list[tuple[str, str | None]] = []
     preview = DEFAULT_PREVIEW
     try:
-        parsed = list(string.Formatter().parse(text))
+        parsed = list(_formatter_parse(text))
     except ValueError as exc:
         raise TemplateError(f"placeholder template {text!r}: {exc} (write a literal brace as {{{{ or }}}})") from None
     for lit, name, spec, conversion in parsed:
