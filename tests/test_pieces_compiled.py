@@ -76,7 +76,8 @@ def _check(refs: dict[str, Any], s: str) -> None:
 SPECIAL = list("'sSdDmMtTlLvVeErRxX09 \t\r\n\x0b\x0c\x1c\x1f/!.-_\x00\x7f") + [
     "\u017f", "\x85", "\xa0", "\u2028", "\u3000", "\u2003", "\xb2", "\xbd", "\u2167", "\u0663",
     "\xe9", "\xc9", "\u01c4", "\u01c5", "\u02b0", "\xaa", "\u4e2d", "\uac00", "\u0301", "\u0483", "\u0627",
-    "\u03a3", "\u03c2", "\u2014", "\u2713", "\U0001F600", "\ud800", "\U000323B0", "\u0e01", "\uFF21"]
+    "\u03a3", "\u03c2", "\u2014", "\u2713", "\U0001F600", "\ud800", "\U000323B0", "\u0e01", "\uFF21",
+    "\u0915", "\u093e", "\u094d", "\u0966", "\u0964", "\u0971", "\uffff", "\ufdd0"]  # the last eight: SCRIPT_BLOCKS
 special_texts = st.text(alphabet=st.sampled_from(SPECIAL), max_size=40)
 
 
@@ -94,6 +95,34 @@ def test_the_pieces_are_tiktokens_token_for_token(refs: dict[str, Any], s: str) 
 
 CONTEXTS = ["{}", "a{}", "{}a", "'{}", "{}'s", " {}", "{} ", "A{}b", "{}{}", "1{}", "\n{}", "{}\n", "x'{}",
             "ab{}c", "AB{}", "{}AB", "{}ab", " {}a", "{}  x", "'{}{}"]
+
+
+_CATEGORIES = ("Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf",
+               "Po", "Sm", "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co", "Cn")
+
+
+def test_the_script_blocks_have_their_newest_categories_and_no_white_space() -> None:
+    """SCRIPT_BLOCKS' characters have in this Python's unicodedata the category the newest
+    tables give them (the ``regex`` module's, newer than tiktoken's), so a split reading this
+    Python's table reads them as any regex engine between the two does; the noncharacters are
+    unassigned in both."""
+    newest = {k: regex.compile(r"\p{gc=" + k + "}") for k in _CATEGORIES}
+    for lo, hi in pieces.SCRIPT_BLOCKS:
+        for cp in range(lo, hi + 1):
+            c = chr(cp)
+            assert [k for k, p in newest.items() if p.match(c)] == [unicodedata.category(c)], hex(cp)
+            assert not regex.match(r"\s", c) and not c.isspace(), hex(cp)
+    table = pieces.class_table(encoders.PIECE_RANGES)
+    for cp in [*range(0xFDD0, 0xFDF0), 0xFFFE, 0xFFFF]:
+        assert unicodedata.category(chr(cp)) == "Cn" and table[cp] == pieces.KNOWN, hex(cp)
+
+
+@example("\u092a\u0939\u0932\u0947 \u0938\u0947, \u0967\u0968\u0969 \u0915\u094d\u0937\n\uffff\ufdd0x")
+@given(st.text(alphabet=st.one_of(st.characters(min_codepoint=0x0900, max_codepoint=0x097F),
+                                  st.sampled_from(SPECIAL)), max_size=30))
+@settings(deadline=None, max_examples=200)
+def test_devanagari_texts_are_tiktokens_token_for_token(refs: dict[str, Any], s: str) -> None:
+    _check(refs, s)
 
 
 @pytest.mark.slow

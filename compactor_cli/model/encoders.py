@@ -33,7 +33,7 @@ from importlib.util import find_spec
 from typing import Any
 
 from .compiled import extension
-from .pieces import SYMBOL_BLOCKS, class_table, piece_counter
+from .pieces import SCRIPT_BLOCKS, SYMBOL_BLOCKS, class_table, piece_counter
 
 #: Characters the reference encoder counts before quicktok is built: about 0.2 s of
 #: tiktoken's encoding, less than quicktok's build (0.3-0.8 s), so a small run never pays for
@@ -78,7 +78,7 @@ BOTH_AGREE = re.compile("[" + "".join(re.escape(chr(lo)) + ("" if lo == hi else 
                                       for lo, hi in AGREED_RANGES) + "]*")
 
 #: The characters model/_pieces.c's split reads (model/pieces.py).
-PIECE_RANGES = tuple(sorted(AGREED_RANGES + SYMBOL_BLOCKS))
+PIECE_RANGES = tuple(sorted(AGREED_RANGES + SYMBOL_BLOCKS + SCRIPT_BLOCKS))
 
 _quicktok: dict[str, Any] = {}
 _encoders: dict[str, Encoder] = {}

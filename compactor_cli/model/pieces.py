@@ -4,9 +4,10 @@ character classes its split reads.
 The split needs, for each character of a text, the classes the encodings' patterns test (letter,
 number, White_Space, CR/LF, and o200k's upper and lower letter classes, marks in both). The
 table gives them from this Python's unicodedata only where they cannot differ from the regex
-engine's own tables whatever either's Unicode version: the encoders' AGREED_RANGES, and blocks of
+engine's own tables whatever either's Unicode version: the encoders' AGREED_RANGES, blocks of
 symbols only (emoji, arrows, the variation selectors), whose new characters are never letters,
-marks or numbers. A text with any other character is counted as before (encoders.Encoder).
+marks or numbers, and SCRIPT_BLOCKS. A text with any other character is counted as before
+(encoders.Encoder).
 """
 
 from __future__ import annotations
@@ -27,6 +28,13 @@ KINDS = {"cl100k_base": 0, "o200k_base": 1, "llama3": 2, "qwen": 3}
 SYMBOL_BLOCKS: tuple[tuple[int, int], ...] = (
     (0x20D0, 0x20F0), (0x2B00, 0x2BFF), (0xFE00, 0xFE0F), (0x1F1E6, 0x1F1FF), (0x1F650, 0x1F67F), (0x1F6C6, 0x1F6FF),
     (0x1F700, 0x1F8FF), (0x1F900, 0x1F9FF), (0x1FA00, 0x1FAFF))
+#: Blocks read alike by every table in play although they hold letters and marks: Devanagari,
+#: whose characters were all assigned by Unicode 7.0 (every Python this runs on has Unicode 13 or
+#: newer) and whose categories have not changed since (this Python's and the newest tables, the
+#: ``regex`` module's, agree: tests/test_pieces_compiled.py); and the noncharacters U+FDD0-U+FDEF
+#: and U+FFFE-U+FFFF, unassigned (Cn) for ever by Unicode's stability policy. Without them a text
+#: with one Hindi word, or a U+FFFF, built tiktoken in every process that met one (0.1-0.15 s).
+SCRIPT_BLOCKS: tuple[tuple[int, int], ...] = ((0x0900, 0x097F), (0xFDD0, 0xFDEF), (0xFFFE, 0xFFFF))
 LETTER, NUMBER, SPACE, NEWLINE, UPPER, LOWER, KNOWN = 1, 2, 4, 8, 16, 32, 64
 #: Unicode's White_Space property (what the regex engine's \s is; str.isspace also takes U+001C-U+001F).
 WHITE_SPACE = frozenset([*range(0x09, 0x0E), 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029,
