@@ -12,7 +12,6 @@ remember a path (evidence/section.py)."""
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +19,7 @@ import orjson
 
 from ..model.conversation import call_parts, content_text
 from .section import GROUPS
+from .shell_words import shell_words
 
 SHELL_TOOLS = frozenset({"bash", "shell", "exec_command", "run_shell_command", "execute_bash", "terminal",
                          "run_command", "execute_command", "local_shell", "container.exec", "shell_command"})
@@ -157,23 +157,6 @@ def _strip_heredocs(cmd: str) -> str:
         if m:
             ending = m.group(2)
     return "\n".join(out)
-
-
-_QUOTING = re.compile(r"['\"\\]")
-_SHELL_SPACE = re.compile(r"[ \t\r\n]+")  # shlex's whitespace (not str.split's, which has more)
-
-
-def shell_words(segment: str) -> list[str]:
-    """The words of a shell command, as ``shlex.split`` reads them (or at spaces, where its
-    quoting is broken)."""
-    if not _QUOTING.search(segment):
-        # without a quote or a backslash, shlex's words are the runs between its whitespace (its
-        # state machine, in Python, was a twentieth of the extractive summariser's time: issue 32)
-        return [w for w in _SHELL_SPACE.split(segment) if w]
-    try:
-        return shlex.split(segment, comments=False)
-    except ValueError:
-        return segment.split()
 
 
 def _shell_effects(cmd: str, ev: Evidence, current: list[str]) -> None:

@@ -16,7 +16,8 @@ from typing import Any
 
 import orjson
 
-from ..evidence.extract import EDITOR_TOOLS, READ_TOOLS, json_object, output_text, shell_text, shell_words
+from ..evidence.extract import EDITOR_TOOLS, READ_TOOLS, json_object, output_text, shell_text
+from ..evidence.shell_words import shell_words
 from .store import answered_calls
 
 #: Programs whose output is a file's content (or a range of its lines).
