@@ -18,6 +18,9 @@ from typing import Any
 import orjson
 
 from ..model.conversation import call_parts, content_text
+from .error_lines import ERROR_LINE_WHOLE as ERROR_LINE_WHOLE
+from .error_lines import error_lines as error_lines
+from .error_lines import is_error_line as is_error_line
 from .section import GROUPS
 from .shell_words import shell_words
 
@@ -45,30 +48,6 @@ _TEST_RESULT = re.compile(r"^=+ (.*\b(?:passed|failed|error|errors|skipped|no te
                           r"|^(Ran \d+ tests? in [\d.]+s)|^(OK(?: \([^)]*\))?|FAILED \([^)]*\))\s*$"
                           r"|^(test result: \w+\. \d+ passed; \d+ failed[^\n]*)"
                           r"|^(Tests?:\s+\d+ (?:passed|failed)[^\n]*)", re.M)
-# an error line of tool output: the line closing a traceback ("ValueError: …"), pytest's E and
-# FAILED lines, compiler and git errors, shell errors; never a line of a file listing or of code
-_ERROR_LINE = re.compile(
-    r"^(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Fault)\b(?::\s*\S.*|\s*$)"
-    r"|E\s{2,}\S.*|FAILED\s+\S.*|ERROR\s+\S+.*(?:Error|Exception|failed|error).*"
-    r"|(?:\S+:\d+:(?:\d+:)?\s*)?(?:fatal )?error(?:\[\w+\])?:\s*\S.*|fatal:\s*\S.*|panic:\s*\S.*)$")
-#: an error line anywhere a line says one of these (a substring test: issue 32, the pattern's
-#: ``.*(?:…).*`` tried each of them at every position of every line)
-_ERROR_WORDS = (": command not found", "No such file or directory", "Permission denied", "Segmentation fault",
-                "Killed", "Timed out", "timed out after", "TimeoutExpired")
-
-
-def is_error_line(line: str, words: tuple[str, ...] = _ERROR_WORDS) -> bool:
-    """Whether a line of tool output (no newline in it) is an error line: what
-    ``re.match(ERROR_LINE_WHOLE, line)`` answers, the reference ``tests/test_line_tests.py`` holds it to.
-    ``words``: those of ``_ERROR_WORDS`` the line may hold (the others are not in its text)."""
-    # map over a bound method, not a generator: this runs on every line of every tool output
-    return _ERROR_LINE.match(line) is not None or any(map(line.__contains__, words))
-
-
-#: the whole pattern ``is_error_line`` answers for, as text (the tests compile it: a run never needs it)
-ERROR_LINE_WHOLE = _ERROR_LINE.pattern[:-2] + "|.*(?:" + "|".join(map(re.escape, _ERROR_WORDS)) + ").*)$"
-_LISTING = re.compile(r"^\s*\d+\s*[\t:│|→]|^\s+\d+\s|^\s*[-+@]{1,3}\s|^\s*(?:def|class|raise|except|assert|return|if|"
-                      r"elif|for|while|with|import|from)\b|^\s*#|^\s*//")
 # a search or comparison whose exit status 1 means "no match" or "they differ", not a failure
 _NO_MATCH = re.compile(r"(?:^|[;&|(]\s*|\s)(?:e|f|z|rip)?grep\b|(?:^|[;&|(]\s*)(?:rg|ag|ack|diff|cmp|test)\b|\[\s")
 _CWD = re.compile(r"<cwd>([^<\n]+)</cwd>")
@@ -293,32 +272,6 @@ def exit_code(text: str) -> int | None:
     if not m:
         return None
     return int(next(g for g in m.groups() if g is not None))
-
-
-def error_lines(text: str) -> list[str]:
-    """The distinctive error lines of a tool output, the closing line of a traceback first."""
-    out: list[str] = []
-    in_traceback = False
-    words = tuple(w for w in _ERROR_WORDS if w in text)  # one search of the text, not one per line
-    for raw in text.split("\n"):
-        line = raw.rstrip()
-        if line.startswith("Traceback (most recent call last)"):
-            in_traceback = True
-            continue
-        if in_traceback and line and not line[0].isspace():  # the line that closes a traceback
-            in_traceback = False
-            plain = " ".join(line.split())
-            if plain not in out and len(line) <= 400:
-                out.append(plain)
-            continue
-        # the rare error line first: most lines are none, and a listing's pattern tries six forms
-        if (not line or len(line) > 400 or not is_error_line(line.lstrip() if line.startswith("E ") else line, words)
-                or _LISTING.match(line)):
-            continue
-        plain = " ".join(line.split())
-        if plain not in out:
-            out.append(plain)
-    return out
 
 
 def _test_result(text: str, code: int | None) -> str:
