@@ -11,6 +11,7 @@ the ``fsync`` alone; where the call is missing (not Linux) or fails, nothing cha
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 #: Written bytes between two requests: large enough that the calls cost nothing next to the
@@ -24,6 +25,8 @@ def _sync_file_range() -> Any:
     global _call
     if _call is None:
         _call = False
+        if not sys.platform.startswith("linux"):  # the call is Linux's own
+            return _call
         try:
             import ctypes  # only a run whose output passes WRITEBACK_BYTES pays for it
 
@@ -31,7 +34,7 @@ def _sync_file_range() -> Any:
             fn.argtypes = [ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_uint]
             fn.restype = ctypes.c_int
             _call = fn
-        except (OSError, AttributeError, ImportError):
+        except (OSError, AttributeError, ImportError, TypeError):  # no libc to load, or no such symbol
             pass
     return _call
 
