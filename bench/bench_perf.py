@@ -223,7 +223,8 @@ def floor_two_processes(src: str, out: str) -> float:
         proc.join()
     wall = time.perf_counter() - t
     for k in range(2):
-        os.unlink(f"{out}.{k}")
+        if os.path.exists(f"{out}.{k}"):
+            os.unlink(f"{out}.{k}")
     if any(proc.exitcode for proc in procs):
         raise SystemExit("the two-process floor failed")
     return wall
