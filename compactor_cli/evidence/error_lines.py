@@ -69,8 +69,7 @@ def _line_by_line(text: str) -> list[str]:
                 out.append(plain)
             continue
         # the rare error line first: most lines are none, and a listing's pattern tries six forms
-        if (not line or len(line) > 400 or not is_error_line(line.lstrip() if line.startswith("E ") else line, words)
-                or _LISTING.match(line)):
+        if not line or len(line) > 400 or not is_error_line(line, words) or _LISTING.match(line):
             continue
         plain = " ".join(line.split())
         if plain not in out:
