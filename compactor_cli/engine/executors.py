@@ -14,9 +14,7 @@ holding the caller's pipes open."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import tempfile
 import threading
 import time
 import zlib
@@ -280,6 +278,8 @@ class ParallelOutcomes:
 
         self.parts: str | None = None
         if settings.write_output:
+            import tempfile  # only here: a run of one process never needs it
+
             remove_stale_parts()
             self.parts = tempfile.mkdtemp(prefix=f"{PARTS_PREFIX}{os.getpid()}-")
         self._seq = 0
@@ -330,6 +330,8 @@ class ParallelOutcomes:
 
     def _remove_parts(self) -> None:
         if self.parts is not None:
+            import shutil
+
             shutil.rmtree(self.parts, ignore_errors=True)
             self.parts = None
 

@@ -8,7 +8,6 @@ repeated keys are noticed; the writer puts each number back as it was read."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import Any
@@ -78,6 +77,8 @@ class ExactReader:
 
     def loads(self, raw: bytes) -> Any:
         """The value of ``raw``; ValueError when it is not JSON (NaN, Infinity included)."""
+        import json  # here: the exact reader is for the rare record, start-up for every run
+
         text = raw.decode("utf-8")
         return json.loads(text[1:] if text.startswith("\ufeff") else text, parse_int=self.parse_int,
                           parse_float=self.parse_float, parse_constant=self.parse_constant,
@@ -119,6 +120,8 @@ def json_exact(obj: Any, **options: Any) -> str:
             texts.append(v.text)
             return f"xcompact-{nonce}-{len(texts) - 1}"
         return v
+
+    import json
 
     out: str = json.dumps(marked(obj), **options)
     if texts:

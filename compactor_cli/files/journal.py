@@ -23,7 +23,6 @@ an earlier one's when this one failed."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import zlib
@@ -32,7 +31,7 @@ from typing import Any, TypedDict
 import orjson
 
 from ..errors import OutputError
-from .sinks import OutputLock, write_bytes_atomic
+from .sinks import OutputLock, sha1, write_bytes_atomic
 from .targets import STDIN, Target
 
 #: Seconds between checkpoints; XCOMPACT_CHECKPOINT_SECONDS overrides (more often costs fsyncs).
@@ -117,7 +116,7 @@ def journal_path(command: str, parameters: dict[str, Any], targets: list[Target]
             return p
         return os.fsencode(os.path.realpath(p)).decode("utf-8", "backslashreplace")
 
-    key = hashlib.sha1(orjson.dumps([command, parameters, [(real(t.input.path), real(t.path)) for t in targets],
+    key = sha1(orjson.dumps([command, parameters, [(real(t.input.path), real(t.path)) for t in targets],
                                      real(report_path)], option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()
     return os.path.join(default_cache_dir(), "journals", f"{key[:24]}.json")
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
-import tempfile
 import zlib
 
 
@@ -112,6 +110,9 @@ PARTS_PREFIX = ".xcompact-parts-"
 
 def remove_stale_parts() -> None:
     """Parts directories of runs that were killed (SIGKILL leaves them): their pid is gone."""
+    import shutil  # only for -j N: a run of one process never needs them
+    import tempfile
+
     base = tempfile.gettempdir()
     try:
         names = [n for n in os.listdir(base) if n.startswith(PARTS_PREFIX)]

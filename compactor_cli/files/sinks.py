@@ -2,7 +2,7 @@
 that keep two runs off one output.
 
 - A regular file (or a name that does not exist yet) grows in a temporary file created
-  exclusively (``mkstemp``: ``O_EXCL``, no link followed, a short name that fits any directory)
+  exclusively (as ``mkstemp``: ``O_EXCL``, no link followed, a short name that fits any directory)
   beside the real target and is renamed over it when complete. ``--in-place`` on a symlink
   rewrites the file it points to and keeps the link.
 - A character device, FIFO, socket or terminal (``/dev/null``, ``>(...)``, ``/dev/tty``) is
@@ -17,17 +17,21 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
 import os
 import stat
 import sys
-import tempfile
 import zlib
 from typing import IO, Any, Protocol
 
 from ..errors import OutputError
 from .compression import codec_of, new_encoder
+from .exclusive import create_exclusive
 from .writeback import Writeback
+
+try:  # CPython's own SHA-1 (built in): hashlib loads OpenSSL, 12 M instructions of start-up for short names
+    from _sha1 import sha1 as sha1
+except ImportError:  # a Python built without it
+    from hashlib import sha1 as sha1
 
 TEMP_PREFIX = ".xcompact-"
 TEMP_SUFFIX = ".partial"
@@ -119,7 +123,7 @@ class AtomicFile:
             self.writeback = Writeback(resume_length)
         else:
             os.makedirs(directory, exist_ok=True)
-            fd, self.tmp = tempfile.mkstemp(prefix=partial_prefix(self.path), suffix=TEMP_SUFFIX, dir=directory)
+            fd, self.tmp = create_exclusive(directory, partial_prefix(self.path), TEMP_SUFFIX)
             self.fh = os.fdopen(fd, "wb", buffering=WRITE_BUFFER)
             self.crc = 0
             self.writeback = Writeback()
@@ -304,7 +308,7 @@ def partial_prefix(target: str) -> str:
     """Temporary files of one target share a prefix (a hash of its name), so the run that holds
     the target's lock can find and remove those a killed run left."""
     name = os.path.basename(os.path.realpath(target)).encode("utf-8", "surrogateescape")
-    return f"{TEMP_PREFIX}{hashlib.sha1(name).hexdigest()[:12]}-"
+    return f"{TEMP_PREFIX}{sha1(name).hexdigest()[:12]}-"
 
 
 def remove_stale_partials(target: str) -> None:
@@ -372,7 +376,7 @@ class OutputLock:
 
     def __init__(self, target: str) -> None:
         real = os.path.realpath(target)
-        digest = hashlib.sha1(os.path.basename(real).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+        digest = sha1(os.path.basename(real).encode("utf-8", "surrogateescape")).hexdigest()[:16]
         self.path = os.path.join(os.path.dirname(real), f"{TEMP_PREFIX}lock-{digest}")
         self.target = target
         self.fd: int | None = None

@@ -11,8 +11,8 @@ count:
   only, for its NFC) and needs nothing built but the ranks' table (milliseconds).
 - **tiktoken** on quicktok's ranks under the encoding's published pattern, built on first need
   (0.1-0.3 s), for the texts the pieces leave; once a run has counted SWITCH_CHARS characters so,
-  **quicktok** takes every such text inside BOTH_AGREE (building it takes 0.3-0.8 s, more than a
-  whole small run, so a small run never pays for it). Texts outside BOTH_AGREE stay with
+  **quicktok** takes every such text inside AGREED_RANGES (building it takes 0.3-0.8 s, more than a
+  whole small run, so a small run never pays for it). Texts outside them stay with
   tiktoken: quicktok's Unicode tables are newer than tiktoken's, and letters added in recent
   Unicode versions count differently (U+323B0 followed by "'s": 6 tokens in tiktoken, 5 in
   quicktok).
@@ -74,8 +74,16 @@ AGREED_RANGES: tuple[tuple[int, int], ...] = (
     (0x038E, 0x03A1), (0x03A3, 0x04FF), (0x2000, 0x2064), (0x2066, 0x206F), (0x20A0, 0x20BF),
     (0x2190, 0x23FF), (0x2500, 0x27BF), (0x3000, 0x303F), (0x3041, 0x3096), (0x3099, 0x30FF),
     (0x4E00, 0x9FEA), (0xAC00, 0xD7A3), (0xFF01, 0xFF60), (0x1F300, 0x1F64F), (0x1F680, 0x1F6C5))
-BOTH_AGREE = re.compile("[" + "".join(re.escape(chr(lo)) + ("" if lo == hi else "-" + re.escape(chr(hi)))
-                                      for lo, hi in AGREED_RANGES) + "]*")
+_BOTH_AGREE: list[re.Pattern[str]] = []
+
+
+def both_agree(s: str) -> bool:
+    """``s`` is made of AGREED_RANGES only (BOTH_AGREE). The pattern is compiled on first need (2 ms:
+    a run counting no text outside PIECE_RANGES never needs it)."""
+    if not _BOTH_AGREE:
+        _BOTH_AGREE.append(re.compile("[" + "".join(re.escape(chr(lo)) + ("" if lo == hi else "-" + re.escape(chr(hi)))
+                                                    for lo, hi in AGREED_RANGES) + "]*"))
+    return _BOTH_AGREE[0].fullmatch(s) is not None
 
 #: The characters model/_pieces.c's split reads (model/pieces.py).
 PIECE_RANGES = tuple(sorted(AGREED_RANGES + SYMBOL_BLOCKS + SCRIPT_BLOCKS))
@@ -214,7 +222,7 @@ class Encoder:
             self._quick = self._fast()
             self.count = self._count_after_switch
             return self._quick(s)
-        if s.isascii() or BOTH_AGREE.fullmatch(s):
+        if s.isascii() or both_agree(s):
             self._left -= len(s)
             if self._left < 0:
                 self._quick = self._fast()
@@ -228,7 +236,7 @@ class Encoder:
             if n is not None:
                 return n
         reference = self._reference
-        if reference is None or s.isascii() or BOTH_AGREE.fullmatch(s):
+        if reference is None or s.isascii() or both_agree(s):
             quick = self._quick
             assert quick is not None
             return quick(s)

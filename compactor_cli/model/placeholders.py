@@ -15,7 +15,6 @@ so restore, extract, later runs and pages recognise its placeholders without bei
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -148,7 +147,8 @@ _INPUT_HEAD = '{"compacted":"[Arguments compacted, ID: '
 
 
 def input_placeholder(key: str) -> str:
-    # json, not orjson: an ID may hold a lone surrogate
+    import json  # json, not orjson: an ID may hold a lone surrogate (imported here: start-up is every run)
+
     return json.dumps({"compacted": f"[Arguments compacted, ID: {key}]"}, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -171,6 +171,8 @@ def truncated_arguments(arguments: str, limit: int, key: str) -> str | None:
     """A call's arguments with every string value over ``limit`` characters cut to its first
     ``limit``, followed by a marker naming ``key`` (still JSON, so the call stays valid and legible);
     arguments that are not JSON are cut as text. None when nothing is cut or nothing is saved."""
+    import json
+
     mark = f"…[{{}} more characters{_CUT_MARK}{key}]"
     try:
         value = json.loads(arguments)
@@ -203,6 +205,8 @@ def truncated_arguments(arguments: str, limit: int, key: str) -> str | None:
 def is_truncated_input(arguments: Any, key: str | None = None) -> bool:
     """``arguments`` (text, or a native input object) were cut by --truncate-inputs (naming ``key``)."""
     if not isinstance(arguments, str):
+        import json
+
         try:
             arguments = json.dumps(arguments, ensure_ascii=False)
         except (TypeError, ValueError):
