@@ -52,9 +52,10 @@ def test_wheel_holds_every_module_of_the_source_tree(wheel):
 
 
 @pytest.mark.parametrize("name", ["model/_walk", "model/_vocab", "model/_count", "model/_pieces", "files/_exact",
-                                  "backends/_facts"])
+                                  "files/_crc", "backends/_facts"])
 def test_wheel_holds_the_compiled_parts_and_their_stubs(wheel, name):
-    """model/_walk.c, model/_vocab.c, model/_count.c, model/_pieces.c, files/_exact.c and backends/_facts.c built for
+    """model/_walk.c, model/_vocab.c, model/_count.c, model/_pieces.c, files/_exact.c, files/_crc.c and
+    backends/_facts.c built for
     this platform (optional in the
     build: a machine without a C compiler gets a wheel without them, which runs the same code in
     Python; CI's build must not be one)."""

@@ -17,7 +17,6 @@ import os
 import signal
 import threading
 import time
-import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from ..commands.base import Transform
 from ..commands.registry import command_of
 from ..commands.settings import Settings
 from ..errors import InvalidInputError, OutputError
+from ..files.checksum import crc32
 from ..files.compression import LIMIT_VARIABLE, RecordTooLarge, max_record_bytes, size_text
 from ..files.parts import PARTS_PREFIX, Part, remove_stale_parts, unlink_part
 from ..files.records import CHANGED_INPUT, READ_BUFFER, Record, input_identity, is_blank
@@ -185,7 +185,7 @@ class _PartWriter:
             self.fh = open(self.path, "xb", buffering=WRITE_BUFFER)  # closed by close() or abort()
         self.fh.write(data)
         self.length += len(data)
-        self.crc = zlib.crc32(data, self.crc)
+        self.crc = crc32(data, self.crc)
 
     def close(self) -> bytes | Part:
         if self.fh is None:

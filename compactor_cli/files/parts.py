@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import errno
 import os
-import zlib
+
+from .checksum import crc32
 
 
 class Part:
@@ -26,7 +27,7 @@ class Part:
         except BaseException:
             unlink_part(path)
             raise
-        return cls(path, len(data), zlib.crc32(data))
+        return cls(path, len(data), crc32(data))
 
     def crc_after(self, crc: int) -> int:
         """crc32 of (the bytes ``crc`` covers) followed by this part."""

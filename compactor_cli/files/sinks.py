@@ -20,10 +20,10 @@ import fcntl
 import os
 import stat
 import sys
-import zlib
 from typing import IO, Any, Protocol
 
 from ..errors import OutputError
+from .checksum import crc32
 from .compression import codec_of, new_encoder
 from .exclusive import create_exclusive
 from .writeback import Writeback
@@ -131,7 +131,7 @@ class AtomicFile:
     def write(self, data: bytes | Spliced) -> None:
         if isinstance(data, (bytes, bytearray, memoryview)):
             self.fh.write(data)
-            self.crc = zlib.crc32(data, self.crc)
+            self.crc = crc32(data, self.crc)
             if self.writeback.due(len(data)):
                 self.fh.flush()
                 self.writeback.start(self.fh.fileno())
@@ -356,7 +356,7 @@ def verify_partial(partial: Any, length: Any, crc: Any, target: str) -> str | No
             chunk = fh.read(min(left, 1 << 20))
             if not chunk:
                 return f"its partial output is shorter than the checkpoint ({length - left} of {length} bytes)"
-            value = zlib.crc32(chunk, value)
+            value = crc32(chunk, value)
             left -= len(chunk)
     return None if value == crc else "its partial output was changed since the checkpoint"
 
@@ -439,7 +439,7 @@ def file_crc(path: str) -> tuple[int, int] | None:
         with os.fdopen(fd, "rb") as fh:
             value, size = 0, 0
             for chunk in iter(lambda: fh.read(1 << 20), b""):
-                value = zlib.crc32(chunk, value)
+                value = crc32(chunk, value)
                 size += len(chunk)
     except OSError:
         return None

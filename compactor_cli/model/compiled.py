@@ -1,5 +1,5 @@
 """The optional C extensions (model/``_walk.c``, ``_vocab.c``, ``_count.c``, ``_pieces.c``,
-files/``_exact.c``): loaded once, or None.
+files/``_exact.c``, ``_crc.c``, backends/``_facts.c``): loaded once, or None.
 
 Each does exactly what a Python function beside it does, faster; setuptools builds them where a
 C compiler is (pyproject.toml), and the package runs without them where none is.
