@@ -306,11 +306,12 @@ def test_installed_command_and_python_m(tmp_path):
 
 def test_toolcall_does_not_import_openai(tmp_path):
     """Start-up is a fixed cost of every run: tier 1 never loads the model client, the schema
-    validator, the model backend or asyncio (the backend's import alone was a fifth of it), nor
-    the standard modules only rare records need (secrets' hmac and random, decimal, base64), nor
-    those a one-process run never needs (tempfile and shutil: -j N's parts; hashlib's OpenSSL)."""
-    modules = ["openai", "jsonschema", "compactor_cli.backends.openai_backend", "asyncio", "secrets", "decimal",
-               "base64", "tempfile", "shutil", "hashlib", "_hashlib"]
+    validator, the model backend, the summariser's configuration or asyncio (the backend's import
+    alone was a fifth of it), nor the standard modules only rare records need (secrets' hmac and
+    random, decimal, base64), nor those a one-process run never needs (tempfile and shutil: -j N's
+    parts; hashlib's OpenSSL)."""
+    modules = ["openai", "jsonschema", "compactor_cli.backends.openai_backend", "compactor_cli.backends.config",
+               "asyncio", "secrets", "decimal", "base64", "tempfile", "shutil", "hashlib", "_hashlib"]
     code = ("import sys; from compactor_cli.cli import main; sys.argv=['xcompact','toolcall','-q','-o',"
             f"{str(tmp_path / 'o.jsonl')!r},{str(FIXTURES / 'taubench_airline_5.jsonl')!r}]\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"

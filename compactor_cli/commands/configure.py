@@ -5,12 +5,14 @@ the summariser backend chosen. compile.py runs the build of the command asked fo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..backends.config import BackendConfig, OpenAIConfig, choose_backend_name
 from ..errors import UsageError
 from .options import OPENAI_ONLY
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from ..backends.config import BackendConfig
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,7 @@ def backend_settings(values: dict[str, Any], explicit: set[str], dry_run: bool =
     openai-only options given to the extractive backend are a usage error (``--backend
     extractive``) or a warning (``auto`` found no server). ``config_file``: the config file the
     values not in ``explicit`` may come from (named in the messages that say why a server is used)."""
-    from ..backends.config import BadServerURL, server_url
+    from ..backends.config import BackendConfig, BadServerURL, OpenAIConfig, choose_backend_name, server_url
     from ..model.paths import default_cache_dir
     from ..model.secrets import redact_url
 

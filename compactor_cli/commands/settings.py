@@ -8,12 +8,26 @@ own option objects (``SummarizeOptions``, ``Policy``: tiers.options) are defined
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..backends.config import BackendConfig, OpenAIConfig, choose_backend_name
 from ..tiers.options import DEFAULT_KEEP, Policy, SummarizeOptions
 
+if TYPE_CHECKING:
+    from ..backends.config import BackendConfig, OpenAIConfig, choose_backend_name
+
 __all__ = ["BackendConfig", "OpenAIConfig", "Policy", "RunIO", "Settings", "SummarizeOptions", "choose_backend_name"]
+
+_BACKEND_NAMES = frozenset({"BackendConfig", "OpenAIConfig", "choose_backend_name"})
+
+
+def __getattr__(name: str) -> Any:
+    """The summariser's configuration, imported on first use: a tier-1 run never needs it (its
+    dataclasses and the backends package are 26 M instructions of start-up)."""
+    if name in _BACKEND_NAMES:
+        from ..backends import config
+
+        return getattr(config, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
