@@ -22,7 +22,7 @@ _BACKEND_NAMES = frozenset({"BackendConfig", "OpenAIConfig", "choose_backend_nam
 
 def __getattr__(name: str) -> Any:
     """The summariser's configuration, imported on first use: a tier-1 run never needs it (its
-    dataclasses and the backends package are 26 M instructions of start-up)."""
+    dataclasses and the backends package are 17 M instructions of start-up)."""
     if name in _BACKEND_NAMES:
         from ..backends import config
 

@@ -31,7 +31,8 @@ from typing import Any, TypedDict
 import orjson
 
 from ..errors import OutputError
-from .sinks import OutputLock, sha1, write_bytes_atomic
+from .checksum import sha1
+from .sinks import OutputLock, write_bytes_atomic
 from .targets import STDIN, Target
 
 #: Seconds between checkpoints; XCOMPACT_CHECKPOINT_SECONDS overrides (more often costs fsyncs).
@@ -117,7 +118,7 @@ def journal_path(command: str, parameters: dict[str, Any], targets: list[Target]
         return os.fsencode(os.path.realpath(p)).decode("utf-8", "backslashreplace")
 
     key = sha1(orjson.dumps([command, parameters, [(real(t.input.path), real(t.path)) for t in targets],
-                                     real(report_path)], option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()
+                             real(report_path)], option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()
     return os.path.join(default_cache_dir(), "journals", f"{key[:24]}.json")
 
 

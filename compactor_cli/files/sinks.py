@@ -23,15 +23,10 @@ import sys
 from typing import IO, Any, Protocol
 
 from ..errors import OutputError
-from .checksum import crc32
+from .checksum import crc32, sha1
 from .compression import codec_of, new_encoder
 from .exclusive import create_exclusive
 from .writeback import Writeback
-
-try:  # CPython's own SHA-1 (built in): hashlib loads OpenSSL, 12 M instructions of start-up for short names
-    from _sha1 import sha1 as sha1
-except ImportError:  # a Python built without it
-    from hashlib import sha1 as sha1
 
 TEMP_PREFIX = ".xcompact-"
 TEMP_SUFFIX = ".partial"

@@ -78,8 +78,8 @@ _BOTH_AGREE: list[re.Pattern[str]] = []
 
 
 def both_agree(s: str) -> bool:
-    """``s`` is made of AGREED_RANGES only (BOTH_AGREE). The pattern is compiled on first need (2 ms:
-    a run counting no text outside PIECE_RANGES never needs it)."""
+    """``s`` is made of AGREED_RANGES only. The pattern is compiled on first need (2 ms: a run
+    counting no text outside PIECE_RANGES never needs it)."""
     if not _BOTH_AGREE:
         _BOTH_AGREE.append(re.compile("[" + "".join(re.escape(chr(lo)) + ("" if lo == hi else "-" + re.escape(chr(hi)))
                                                     for lo, hi in AGREED_RANGES) + "]*"))
