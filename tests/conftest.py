@@ -41,6 +41,14 @@ def _offline_env(monkeypatch, tmp_path_factory):
         monkeypatch.delenv(var, raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _installed_package(monkeypatch):
+    """A ``python -m compactor_cli`` a test starts runs the package ``import compactor_cli`` finds
+    here, not the source tree in its working directory: CI tests the installed wheel, and the tree
+    of a fresh clone has none of the compiled parts (Python 3.11+; 3.10 has no such switch)."""
+    monkeypatch.setenv("PYTHONSAFEPATH", "1")
+
+
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()

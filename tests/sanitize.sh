@@ -7,6 +7,9 @@
 #
 #   bash tests/sanitize.sh [pytest args]    # from the repository's root, in a venv with '.[test]'
 #
+# pytest args narrow the lane (paths, -k); a -m of your own replaces the lane's, and -n breaks the
+# re-run of failed tests below.
+#
 # It replaces the installed xcompact with the sanitized build: CI runs it last; a developer runs
 # it in a throwaway venv (or reinstalls afterwards). Exit 0 when every test passed, 77 when this
 # machine's compiler has no AddressSanitizer (nothing was run; not 2, which is pytest's own for an
@@ -63,8 +66,9 @@ rc=0
 pytest -q -n auto "${lane[@]}" "$@" || rc=$?
 if [ "$rc" != 0 ]; then
   # a worker the sanitizer stopped shows up only as "crashed", its report lost with the worker's
-  # stderr: the failed tests again in this process, uncaptured, up to the first, report and all
+  # stderr: the failed tests again in this process, uncaptured (a report stops it), none if pytest
+  # recorded no failure (an interrupted run)
   echo "sanitize: the failed tests again, one process, output uncaptured:" >&2
-  pytest -q -p no:xdist -s -x --lf "${lane[@]}" "$@" >&2 || true
+  pytest -q -p no:xdist -s --lf --lfnf=none "${lane[@]}" "$@" >&2 || true
 fi
 exit "$rc"

@@ -78,3 +78,15 @@ def test_wheel_declares_console_script_and_dependency_floors(wheel):
 def test_tests_import_the_installed_package_not_the_source_tree():
     assert SOURCE not in Path(compactor_cli.__file__).resolve().parents
     assert "site-packages" in compactor_cli.__file__
+
+
+@pytest.mark.skipif(not os.environ.get("XCOMPACT_TEST_INSTALLED"), reason="CI only: tests the installed wheel")
+def test_the_programs_tests_start_run_the_installed_package_with_its_compiled_parts():
+    """``python -m compactor_cli`` from the source tree's root (where CI runs the tests) ran the
+    tree's own package, without the compiled parts, until conftest set PYTHONSAFEPATH."""
+    probe = ("import compactor_cli; from compactor_cli.model.compiled import extension; "
+             "print(compactor_cli.__file__); print(extension('_walk') is not None)")
+    where, built = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True,
+                                  check=True).stdout.split()
+    assert "site-packages" in where and SOURCE not in Path(where).resolve().parents
+    assert built == "True"
