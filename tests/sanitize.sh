@@ -37,16 +37,20 @@ export HYPOTHESIS_PROFILE=dev PYTHONMALLOC=malloc LD_PRELOAD="$asan" \
   ASAN_OPTIONS="detect_leaks=0:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 
 # the extensions are optional: a build that failed would install without them and every test would
-# pass on the Python alone. Each of the seven must be there, and sanitized (asked from outside the
-# source tree, whose own .so files an import from here would find first).
-(cd "$out" && python - <<'EOF'
+# pass on the Python alone. Each one pyproject.toml declares must be there, and sanitized (asked from
+# outside the source tree, whose own .so files an import from here would find first).
+(cd "$out" && python - "$OLDPWD/pyproject.toml" <<'EOF'
 import importlib, sys
-names = ["model._walk", "model._vocab", "model._count", "model._pieces", "files._exact", "files._crc",
-         "backends._facts"]
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
+with open(sys.argv[1], "rb") as fh:
+    names = [ext["name"] for ext in tomllib.load(fh)["tool"]["setuptools"]["ext-modules"]]
 bad = []
 for name in names:
     try:
-        module = importlib.import_module(f"compactor_cli.{name}")
+        module = importlib.import_module(name)
     except ImportError as exc:
         bad.append(f"{name}: not built ({exc})")
         continue
