@@ -186,3 +186,130 @@ def test_has_word_refuses_words_it_cannot_read(words: object) -> None:
     with pytest.raises(ValueError, match="has_word"):
         SCAN.has_word("an error", words)
     assert SCAN.has_word("an error", facts._FAILURE_WORDS)  # and reads the next tuple afresh
+
+
+# ---------------------------------------------------------------- error_lines
+
+def error_lines(text: str) -> list[int]:
+    return SCAN.error_lines(text, facts._ERROR_STARTS, facts._ERROR_NEEDLES, facts._FAILURE_WORDS, facts._FAILURE_MAX)
+
+
+def error_lines_as_defined(text: str) -> list[int]:
+    """error_lines' definition (backends/_facts.c), in Python."""
+    out = []
+    for k, line in enumerate(text.split("\n")):
+        plain = facts._TAG.sub("", line).strip()
+        if plain and (plain[0] in facts._ERROR_STARTS or any(n in plain for n in facts._ERROR_NEEDLES)
+                      or (len(plain) <= facts._FAILURE_MAX and facts._FAILURE.search(plain))):
+            out.append(k)
+    return out
+
+
+def failure_lines_testing_every_line(text: str, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """``_failure_lines`` as it is without the compiled part: every line tested in Python."""
+    units = facts._units(text, True)
+    with monkeypatch.context() as m:
+        m.setattr(facts, "COMPILED", None)
+        return facts._failure_lines(units, text)
+
+
+#: what the lines' tests look at: tags whole and broken, spaces of every kind, "E" at a line's
+#: start or not, each needle and a letter short of it, failure words in any case and inside words
+LINE_PIECES = ["<b>", "</b>", "<x-y>", "< b>", "<>", "</>", "<", ">", "<E>", "<é>", " ", "\t", "\u3000", "\x1c", "\n",
+               "E", "EE", "e", "Error", "Erro", "rror", "error", "ERROR", "Exception", "Traceback", "FAIL", "FAI",
+               "fatal:", "panic:", "No such file", "command not found", "Permission denied", "Segmentation fault",
+               "not found", "ot foun", "exit ", "exit", "1", ":", "x", "é", "日", "\U0001f600", "wrong", "WRONG",
+               "\u0131nvalid", "Inval\u0130d", "can't", "does not exist", "mismatch", "errors", "_error",
+               "a" * 60]
+
+
+@settings(max_examples=600)
+@given(st.lists(st.sampled_from(LINE_PIECES), max_size=40).map("".join))
+def test_error_lines_lists_what_its_definition_says(text: str) -> None:
+    assert error_lines(text) == error_lines_as_defined(text)
+
+
+@given(st.text(max_size=300))
+def test_error_lines_on_any_text(text: str) -> None:
+    assert error_lines(text) == error_lines_as_defined(text)
+
+
+def _alternatives(pattern: str) -> list[str]:
+    """The top-level alternatives of a pattern."""
+    out: list[str] = []
+    depth = start = i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            out.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    return [*out, pattern[start:]]
+
+
+#: every way a line is an error line or a failure line: each alternative of the error pattern at
+#: the line's start, each of the anywhere patterns and each failure word anywhere
+_LINE_KINDS = ([rf"\s*(?:{alt})" for alt in _alternatives(facts._ERROR_LINE)]
+               + [rf".*(?:{rx})" for rx in facts._ERROR_ANYWHERE]
+               + [rf".*\b{word}\b" for word in facts._FAILURE_WORDS])
+
+
+def test_the_error_pattern_is_split_into_its_alternatives() -> None:
+    alternatives = _alternatives(facts._ERROR_LINE)
+    assert len(alternatives) == 10 and "|".join(alternatives) == facts._ERROR_LINE
+
+
+@settings(max_examples=60)
+@given(st.sampled_from(_LINE_KINDS).flatmap(lambda rx: st.from_regex(re.compile(rx), fullmatch=True)),
+       st.text(max_size=20))
+def test_every_line_the_tests_take_is_listed(line: str, after: str) -> None:
+    """A line left out is a line never tested: an alternative added to the patterns without its
+    string in facts._ERROR_NEEDLES would drop its error lines from every summary."""
+    line = (line + after).replace("\n", " ")
+    plain = facts._TAG.sub("", line).strip()
+    taken = bool(plain) and (facts.is_error_line(plain)
+                             or (len(plain) <= facts._FAILURE_MAX and facts._FAILURE.search(plain) is not None))
+    if taken:
+        assert error_lines(line) == [0], line
+
+
+def test_every_kind_of_error_line_is_listed() -> None:
+    """One line of each kind (the property above only checks the lines the tests take)."""
+    lines = ["Traceback (most recent call last):", "  ValueError: bad", "KeyError", "error[E0308]: mismatched",
+             "ERROR collecting", "FAILED tests/a.py", "FAIL: test_x", "fatal: not a git repository",
+             "panic: oops", "E       assert 1 == 2", "EISDIR: illegal operation", "ls: x: No such file or directory",
+             "bash: foo: command not found", "cp: Permission denied", "Segmentation fault (core dumped)",
+             "Not found.", "exited with exit code 2", "Wrong flag!", "<b>Error:</b> bad"]
+    text = "\n".join(["fine", *lines, "also fine"])
+    assert error_lines(text) == list(range(1, len(lines) + 1))
+    units = facts._units(text, True)
+    assert all(facts.is_error_line(facts._TAG.sub("", line).strip()) or facts._failure_word(line) for line in lines)
+    assert facts._failure_lines(units, text) == [facts._TAG.sub("", line).strip() for line in lines]
+
+
+def test_the_error_lines_are_those_of_every_line_tested(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the fixtures' real tool output and every other message text: the error lines the
+    summariser keeps are the same with the compiled list of lines as with every line tested."""
+    texts = [t for t in fixture_message_texts() if "\n" in t]
+    kept = 0
+    for text in texts:
+        mine = facts._failure_lines(facts._units(text, True), text)
+        assert mine == failure_lines_testing_every_line(text, monkeypatch), text[:200]
+        kept += len(mine)
+    assert sum(t.count("\n") for t in texts) > 5000 and kept > 50
+
+
+@pytest.mark.parametrize("args", [("x", "é", (), (), 9), ("x", "E", ("é",), (), 9), ("x", "E", ("",), (), 9),
+                                  ("x", "E", ("a",) * 33, (), 9), ("x", "E", (), ("Error",), 9),
+                                  ("x", "E", [], (), 9), (b"x", "E", (), (), 9)])
+def test_error_lines_refuses_what_it_cannot_read(args: tuple) -> None:
+    with pytest.raises((ValueError, TypeError), match=r"error_lines|has_word"):
+        SCAN.error_lines(*args)
+    assert error_lines("an error\nfine") == [0]

@@ -214,6 +214,18 @@ static inline Py_UCS4 fold(Py_UCS4 c) {
     }
 }
 
+/* The index of the lowest set bit of m (m is not 0). */
+static inline int lowest_bit(unsigned long long m) {
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctzll(m);
+#else
+    int k = 0;
+    for (; !(m & 1); m >>= 1)
+        k++;
+    return k;
+#endif
+}
+
 #define MAX_WORDS 64
 #define MAX_WORD 32
 
@@ -221,6 +233,7 @@ static inline Py_UCS4 fold(Py_UCS4 c) {
 static PyObject *words_read;
 static char word_text[MAX_WORDS][MAX_WORD + 1];
 static Py_ssize_t word_len[MAX_WORDS], word_count;
+static unsigned long long words_by_first[26]; /* bit w: word w begins with 'a' + the index */
 
 static int read_words(PyObject *words) {
     if (words == words_read)
@@ -248,11 +261,52 @@ static int read_words(PyObject *words) {
         word_len[w] = len;
     }
     word_count = count;
+    memset(words_by_first, 0, sizeof words_by_first);
+    for (Py_ssize_t w = 0; w < count; w++)
+        words_by_first[word_text[w][0] - 'a'] |= 1ULL << w;
     Py_INCREF(words);
     Py_XDECREF(words_read);
     words_read = words;
     return 1;
 }
+
+/* ---------------------------------------------------------------- error_lines
+ *
+ * error_lines(text, starts, needles, words, word_max): the indices, in text.split("\n"), of the
+ * lines that may be error lines. facts._failure_lines tests each line of a tool result, tags
+ * removed (</?[\w-]+>) and stripped, with patterns whose every match begins the line with one of
+ * `starts` or holds one of `needles`, or is a line of at most `word_max` characters holding one of
+ * `words` (has_word); the other lines, most lines of most outputs, it need not test at all (issue
+ * 32: the tests of every line were half of the summariser's key facts on Claude Code logs). A
+ * line here is that same plain line: its tags removed as re.sub removes them, then its whitespace
+ * (str.isspace) stripped; an empty one is never listed. tests/test_facts_compiled.py holds the
+ * list to this definition written in Python, and to the lines _failure_lines keeps. */
+
+#define MAX_NEEDLES 32
+
+typedef struct {
+    unsigned char first[128];    /* bit 1: a start; bit 2: the first character of a needle */
+    unsigned int by_first[128];  /* bit k: needle k begins with the character */
+    const char *needle[MAX_NEEDLES];
+    Py_ssize_t len[MAX_NEEDLES];
+    Py_ssize_t word_max;
+} Lines;
+
+#define CHAR Py_UCS4
+#define F(name) name##_4
+#include "_facts_lines.h"
+#undef CHAR
+#undef F
+#define CHAR Py_UCS2
+#define F(name) name##_2
+#include "_facts_lines.h"
+#undef CHAR
+#undef F
+#define CHAR Py_UCS1
+#define F(name) name##_1
+#include "_facts_lines.h"
+#undef CHAR
+#undef F
 
 static PyObject *has_word(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
@@ -263,28 +317,78 @@ static PyObject *has_word(PyObject *self, PyObject *const *args, Py_ssize_t narg
     if (!read_words(args[1]))
         return NULL;
     PyObject *text = args[0];
-    int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    int after_word = 0;
-    for (Py_ssize_t p = 0; p < n; p++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, p);
-        if (!after_word) {
-            Py_UCS4 f = fold(c);
-            for (Py_ssize_t w = 0; w < word_count && is_lower(f); w++) {
-                const char *word = word_text[w];
-                Py_ssize_t len = word_len[w], i = 0;
-                if ((Py_UCS4)word[0] != f || n - p < len)
-                    continue;
-                while (i < len && fold(PyUnicode_READ(kind, data, p + i)) == (Py_UCS4)(unsigned char)word[i])
-                    i++;
-                if (i == len && (p + len == n || !is_word(PyUnicode_READ(kind, data, p + len))))
-                    Py_RETURN_TRUE;
-            }
-        }
-        after_word = is_word(c);
+    switch (PyUnicode_KIND(text)) {
+    case PyUnicode_1BYTE_KIND:
+        return PyBool_FromLong(words_in_1((const Py_UCS1 *)data, 0, n));
+    case PyUnicode_2BYTE_KIND:
+        return PyBool_FromLong(words_in_2((const Py_UCS2 *)data, 0, n));
+    default:
+        return PyBool_FromLong(words_in_4((const Py_UCS4 *)data, 0, n));
     }
-    Py_RETURN_FALSE;
+}
+
+/* `needles` read into ln: at most 32 non-empty ASCII str; 1, or 0 on an error (set). */
+static int read_lines(PyObject *starts, PyObject *needles, Lines *ln) {
+    Py_ssize_t count = PyTuple_GET_SIZE(needles);
+    if (!PyUnicode_IS_ASCII(starts) || count > MAX_NEEDLES) {
+        PyErr_SetString(PyExc_ValueError, "error_lines: starts is ASCII, needles at most 32 strings");
+        return 0;
+    }
+    memset(ln->first, 0, sizeof ln->first);
+    memset(ln->by_first, 0, sizeof ln->by_first);
+    for (Py_ssize_t i = 0; i < PyUnicode_GET_LENGTH(starts); i++)
+        ln->first[PyUnicode_1BYTE_DATA(starts)[i]] |= 1;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *w = PyTuple_GET_ITEM(needles, k);
+        if (!PyUnicode_Check(w) || !PyUnicode_IS_ASCII(w) || PyUnicode_GET_LENGTH(w) == 0) {
+            PyErr_SetString(PyExc_ValueError, "error_lines: a needle is a non-empty ASCII str");
+            return 0;
+        }
+        ln->needle[k] = (const char *)PyUnicode_1BYTE_DATA(w);
+        ln->len[k] = PyUnicode_GET_LENGTH(w);
+        ln->first[(unsigned char)ln->needle[k][0]] |= 2;
+        ln->by_first[(unsigned char)ln->needle[k][0]] |= 1U << k;
+    }
+    return 1;
+}
+
+static PyObject *error_lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 5 || !PyUnicode_Check(args[0]) || !PyUnicode_Check(args[1]) || !PyTuple_Check(args[2]) ||
+        !PyLong_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "error_lines(text: str, starts: str, needles: tuple[str, ...], "
+                                         "words: tuple[str, ...], word_max: int)");
+        return NULL;
+    }
+    Lines ln;
+    ln.word_max = PyLong_AsSsize_t(args[4]);
+    if ((ln.word_max == -1 && PyErr_Occurred()) || !read_words(args[3]) || !read_lines(args[1], args[2], &ln))
+        return NULL;
+    PyObject *text = args[0], *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), room = 0;
+    Py_UCS4 *buf = NULL;
+    int ok;
+    switch (PyUnicode_KIND(text)) {
+    case PyUnicode_1BYTE_KIND:
+        ok = lines_1((const Py_UCS1 *)data, n, &ln, out, &buf, &room);
+        break;
+    case PyUnicode_2BYTE_KIND:
+        ok = lines_2((const Py_UCS2 *)data, n, &ln, out, &buf, &room);
+        break;
+    default:
+        ok = lines_4((const Py_UCS4 *)data, n, &ln, out, &buf, &room);
+    }
+    PyMem_Free(buf);
+    if (!ok) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
 }
 
 static PyMethodDef methods[] = {
@@ -293,6 +397,10 @@ static PyMethodDef methods[] = {
      "finditer(text)."},
     {"has_word", (PyCFunction)(void (*)(void))has_word, METH_FASTCALL,
      "has_word(text, words): whether re.search(r'\\b(?:' + '|'.join(words) + r')\\b', text, re.I) finds a match."},
+    {"error_lines", (PyCFunction)(void (*)(void))error_lines, METH_FASTCALL,
+     "error_lines(text, starts, needles, words, word_max): the indices of text.split('\\n')'s lines that, tags "
+     "removed and stripped, begin with one of starts, hold a needle, or are at most word_max characters and hold "
+     "one of words."},
     {NULL, NULL, 0, NULL},
 };
 

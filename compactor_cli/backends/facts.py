@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from copy import copy
 from dataclasses import dataclass
 from itertools import islice
@@ -161,19 +161,40 @@ def _failure_word(line: str) -> bool:
     return COMPILED.has_word(line, _FAILURE_WORDS) if COMPILED else _FAILURE.search(line) is not None
 
 
+#: What an error or failure line begins with or holds, whatever else it holds: each alternative
+#: of ``_ERROR_LINE`` holds one of these strings or begins the line with "E" (``E\s{2,}\S``,
+#: ``E[A-Z]{2,}:``), each of ``_ERROR_ANYWHERE`` its first needle. The compiled part lists the
+#: lines that do, or are short and hold a failure word (``error_lines``: the rest need no test).
+_ERROR_STARTS = "E"
+_ERROR_NEEDLES = ("Traceback", "Error", "Exception", "error", "ERROR", "FAIL", "fatal:", "panic:",
+                  *(needles[0] for needles in _ERROR_ANYWHERE.values()))
+_FAILURE_MAX = 160  # characters: a longer line is no short status line
+
+
+def _maybe_failures(units: list[tuple[int, int, str]], text: str) -> tuple[Iterable[int], LineTest]:
+    """The indices of ``units`` (the lines of ``text``) that may be error lines, and the error
+    test for those of them without tags: the lines the compiled part lists (one pass over the
+    text, not a test of each line in Python), or all of them with the test narrowed to the text
+    (a search of the text for each alternative's strings, not of each line)."""
+    if COMPILED:
+        return COMPILED.error_lines(text, _ERROR_STARTS, _ERROR_NEEDLES, _FAILURE_WORDS, _FAILURE_MAX), is_error_line
+    return range(len(units)), is_error_line.within(text)  # for lines as they are: not one without its tags
+
+
 def _failure_lines(units: list[tuple[int, int, str]], text: str) -> list[str]:
     """A tool result's error lines: an error message ("ValueError: …", "fatal: …", "EISDIR: …")
     or a short status line saying something went wrong ("Wrong flag!"); never a line of code.
     ``units``: the lines of ``text``."""
     out = []
-    error_line = is_error_line.within(text)  # for lines as they are in the text: not one without its tags
-    for _, _, line in units:
+    maybe, error_line = _maybe_failures(units, text)
+    for k in maybe:
+        line = units[k][2]
         tagged = "<" in line
         plain = (_TAG.sub("", line) if tagged else line).strip()
         # the rare error test first: most lines are neither, and the code and routine patterns
         # search a whole line (the same lines come out in either order)
         if not plain or not ((is_error_line if tagged else error_line)(plain)
-                             or (len(plain) <= 160 and _failure_word(plain))):
+                             or (len(plain) <= _FAILURE_MAX and _failure_word(plain))):
             continue
         if not (is_code(plain) or is_routine(plain)):
             out.append(plain)
