@@ -360,7 +360,7 @@ def _shape(line: str, spans: list[tuple[int, int]]) -> str:
     return _DIGITS.sub("#", " ".join(blanked.split()).lower())[:48]
 
 
-_SHAPE_READ = 256
+_SHAPE_READ = 96
 
 
 def _blanked(text: str, spans: list[tuple[int, int]], blank: str) -> str:
