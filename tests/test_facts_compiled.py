@@ -306,10 +306,32 @@ def test_the_error_lines_are_those_of_every_line_tested(monkeypatch: pytest.Monk
     assert sum(t.count("\n") for t in texts) > 5000 and kept > 50
 
 
-@pytest.mark.parametrize("args", [("x", "é", (), (), 9), ("x", "E", ("é",), (), 9), ("x", "E", ("",), (), 9),
-                                  ("x", "E", ("a",) * 33, (), 9), ("x", "E", (), ("Error",), 9),
-                                  ("x", "E", [], (), 9), (b"x", "E", (), (), 9)])
+@pytest.mark.parametrize("args", [("x", "é", (), ("wrong",), 9), ("x", "E", ("é",), ("wrong",), 9),
+                                  ("x", "E", ("",), ("wrong",), 9), ("x", "E", ("a",) * 33, ("wrong",), 9),
+                                  ("x", "E", (), ("Error",), 9), ("x", "E", (), (), 9),
+                                  ("x", "E", [], ("wrong",), 9), (b"x", "E", (), ("wrong",), 9),
+                                  ("x", "E", (), ("wrong",), "9")])
 def test_error_lines_refuses_what_it_cannot_read(args: tuple) -> None:
     with pytest.raises((ValueError, TypeError), match=r"error_lines|has_word"):
         SCAN.error_lines(*args)
     assert error_lines("an error\nfine") == [0]
+
+
+def test_a_rejected_word_list_leaves_no_reference_behind() -> None:
+    """The word list read last is cached; one rejected after it must release it."""
+    import sys
+
+    words = ("wrong", "invalid")
+    SCAN.has_word("x", words)
+    before = sys.getrefcount(words)
+    for _ in range(100):
+        with pytest.raises(ValueError):
+            SCAN.has_word("x", ("ok", "Bad"))
+        SCAN.has_word("x", words)
+    assert sys.getrefcount(words) == before
+
+
+@pytest.mark.parametrize(("word_max", "listed"), [(2**100, [0]), (-2**100, []), (2**63, [0]), (-1, []), (5, [0]),
+                                                  (4, [])])
+def test_any_word_max_is_a_length(word_max: int, listed: list[int]) -> None:
+    assert SCAN.error_lines("wrong", "E", (), facts._FAILURE_WORDS, word_max) == listed

@@ -238,8 +238,9 @@ static unsigned long long words_by_first[26]; /* bit w: word w begins with 'a' +
 static int read_words(PyObject *words) {
     if (words == words_read)
         return 1;
-    if (!PyTuple_Check(words) || PyTuple_GET_SIZE(words) > MAX_WORDS) {
-        PyErr_SetString(PyExc_ValueError, "has_word: words is a tuple of at most 64 words");
+    if (!PyTuple_Check(words) || PyTuple_GET_SIZE(words) == 0 || PyTuple_GET_SIZE(words) > MAX_WORDS) {
+        /* no words: the pattern \b(?:)\b would match at any word's edge, which no caller means */
+        PyErr_SetString(PyExc_ValueError, "has_word: words is a tuple of 1-64 words");
         return 0;
     }
     Py_ssize_t count = PyTuple_GET_SIZE(words);
@@ -254,7 +255,7 @@ static int read_words(PyObject *words) {
         if (!ok) {
             PyErr_Clear();
             PyErr_SetString(PyExc_ValueError, "has_word: a word is 1-32 of a-z, space and ' that begins and ends with a letter");
-            words_read = NULL; /* word_text may be half written */
+            Py_CLEAR(words_read); /* word_text may be half written */
             return 0;
         }
         memcpy(word_text[w], text, (size_t)len + 1);
@@ -363,8 +364,15 @@ static PyObject *error_lines(PyObject *self, PyObject *const *args, Py_ssize_t n
         return NULL;
     }
     Lines ln;
-    ln.word_max = PyLong_AsSsize_t(args[4]);
-    if ((ln.word_max == -1 && PyErr_Occurred()) || !read_words(args[3]) || !read_lines(args[1], args[2], &ln))
+    int overflow;
+    long long word_max = PyLong_AsLongLongAndOverflow(args[4], &overflow);
+    if (word_max == -1 && PyErr_Occurred())
+        return NULL;
+    /* a length no line reaches, or one every line exceeds, whatever the number's size */
+    ln.word_max = overflow > 0 || word_max > PY_SSIZE_T_MAX   ? PY_SSIZE_T_MAX
+                  : overflow < 0 || word_max < PY_SSIZE_T_MIN ? PY_SSIZE_T_MIN
+                                                              : (Py_ssize_t)word_max;
+    if (!read_words(args[3]) || !read_lines(args[1], args[2], &ln))
         return NULL;
     PyObject *text = args[0], *out = PyList_New(0);
     if (out == NULL)
