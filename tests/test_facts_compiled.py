@@ -335,3 +335,37 @@ def test_a_rejected_word_list_leaves_no_reference_behind() -> None:
                                                   (4, [])])
 def test_any_word_max_is_a_length(word_max: int, listed: list[int]) -> None:
     assert SCAN.error_lines("wrong", "E", (), facts._FAILURE_WORDS, word_max) == listed
+
+
+# ---------------------------------------------------------------- has_run
+
+def run_searched(text: str, chars: str, n: int) -> bool:
+    return re.search("[" + "".join(map(re.escape, chars)) + "]{%d,}" % n, text) is not None
+
+
+RUN_PIECES = ["━", "█", "▉", "#", "=", ">", "==", "#" * 7, "=" * 8, "-", "]", "^", "\\", "a", " ", "\n", "é", "\U0001f600"]
+
+
+@settings(max_examples=600)
+@given(st.lists(st.sampled_from(RUN_PIECES), max_size=30).map("".join),
+       st.sampled_from(["━█▉▊▋▌▍▎▏#=>", "#", "-]^\\", "é\U0001f600=", "a"]), st.integers(1, 10))
+def test_has_run_is_the_class_search(text: str, chars: str, n: int) -> None:
+    assert SCAN.has_run(text, chars, n) == run_searched(text, chars, n)
+
+
+@given(st.text(max_size=200), st.text(min_size=1, max_size=5), st.integers(1, 4))
+def test_has_run_on_any_text(text: str, chars: str, n: int) -> None:
+    assert SCAN.has_run(text, chars, n) == run_searched(text, chars, n)
+
+
+def test_the_progress_bar_run_is_what_is_routine_asked_before() -> None:
+    """The routine test's progress bar, now a run, is the alternative it was."""
+    assert facts.is_routine._runs[0][2].pattern == r"[━█▉▊▋▌▍▎▏\#=>]{8,}"
+    assert facts.is_routine("  ████████  ") and facts.is_routine("[=======>]") and not facts.is_routine("a == b")
+
+
+@pytest.mark.parametrize("args", [("x", "", 1), ("x", "a", 0), ("x", "a" * 33, 2), ("x", "a", "2"), (b"x", "a", 1),
+                                  ("x", "a", 2**100)])
+def test_has_run_refuses_what_it_cannot_read(args: tuple) -> None:
+    with pytest.raises((ValueError, TypeError, OverflowError)):
+        SCAN.has_run(*args)

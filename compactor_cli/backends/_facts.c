@@ -399,12 +399,77 @@ static PyObject *error_lines(PyObject *self, PyObject *const *args, Py_ssize_t n
     return out;
 }
 
+/* ---------------------------------------------------------------- has_run
+ *
+ * has_run(text, chars, n): whether text holds n or more characters of `chars` in a row: what
+ * re.search("[" + chars + "]{n,}", text) answers, with the characters taken literally (a progress
+ * bar among routine output, facts.is_routine: its class search ran over every line a fact is in,
+ * a twelfth of the summariser's work on Codex logs). tests/test_facts_compiled.py holds it to
+ * the search. */
+
+#define MAX_RUN_CHARS 32
+
+#define RUN_LOOP(CHAR_T)                                                                         \
+    do {                                                                                         \
+        const CHAR_T *s = (const CHAR_T *)data;                                                  \
+        for (Py_ssize_t p = 0; p < len; p++) {                                                   \
+            Py_UCS4 c = s[p];                                                                    \
+            int in = c < 128 ? ascii[c] : 0;                                                     \
+            for (Py_ssize_t k = 0; c >= 128 && k < others && !in; k++)                           \
+                in = other[k] == c;                                                              \
+            run = in ? run + 1 : 0;                                                              \
+            if (run >= n)                                                                        \
+                Py_RETURN_TRUE;                                                                  \
+        }                                                                                        \
+    } while (0)
+
+static PyObject *has_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 3 || !PyUnicode_Check(args[0]) || !PyUnicode_Check(args[1]) || !PyLong_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "has_run(text: str, chars: str, n: int)");
+        return NULL;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(args[2]), count = PyUnicode_GET_LENGTH(args[1]);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    if (n < 1 || count < 1 || count > MAX_RUN_CHARS) {
+        PyErr_SetString(PyExc_ValueError, "has_run: n is at least 1, chars 1-32 characters");
+        return NULL;
+    }
+    unsigned char ascii[128] = {0};
+    Py_UCS4 other[MAX_RUN_CHARS];
+    Py_ssize_t others = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Py_UCS4 c = PyUnicode_READ_CHAR(args[1], i);
+        if (c < 128)
+            ascii[c] = 1;
+        else
+            other[others++] = c;
+    }
+    PyObject *text = args[0];
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t len = PyUnicode_GET_LENGTH(text), run = 0;
+    switch (PyUnicode_KIND(text)) {
+    case PyUnicode_1BYTE_KIND:
+        RUN_LOOP(Py_UCS1);
+        break;
+    case PyUnicode_2BYTE_KIND:
+        RUN_LOOP(Py_UCS2);
+        break;
+    default:
+        RUN_LOOP(Py_UCS4);
+    }
+    Py_RETURN_FALSE;
+}
+
 static PyMethodDef methods[] = {
     {"scan", (PyCFunction)(void (*)(void))scan, METH_FASTCALL,
      "scan(kinds, currency, dot_words, unit_words, text): [(start, end, lastgroup)] of the fact pattern's "
      "finditer(text)."},
     {"has_word", (PyCFunction)(void (*)(void))has_word, METH_FASTCALL,
      "has_word(text, words): whether re.search(r'\\b(?:' + '|'.join(words) + r')\\b', text, re.I) finds a match."},
+    {"has_run", (PyCFunction)(void (*)(void))has_run, METH_FASTCALL,
+     "has_run(text, chars, n): whether re.search('[' + chars + ']{n,}', text) finds a match, chars taken literally."},
     {"error_lines", (PyCFunction)(void (*)(void))error_lines, METH_FASTCALL,
      "error_lines(text, starts, needles, words, word_max): the indices of text.split('\\n')'s lines that, tags "
      "removed and stripped, begin with one of starts, hold a needle, or are at most word_max characters and hold "

@@ -40,12 +40,19 @@ class LineTest:
     A search of the whole pattern tries every alternative at every position of the text; here
     ``START`` is tried once, at the text's start, and each ``ANYWHERE`` alternative only where
     the text contains the strings its matches must contain (a plain substring test first).
-    ``pattern`` is kept as the reference ``tests/test_line_tests.py`` holds this to."""
+    ``runs`` are alternatives of the form ``[CHARS]{N,}`` (``{CHARS: N}``, the characters taken
+    literally), which need no string: the compiled part answers them in one pass (``has_run``),
+    the pattern where it is not. ``pattern`` is kept as the reference ``tests/test_line_tests.py``
+    holds this to."""
 
-    def __init__(self, start: str, anywhere: Mapping[str, tuple[str, ...]]) -> None:
-        self._whole = r"^\s*(?:" + start + ")|" + "|".join(anywhere)
+    def __init__(self, start: str, anywhere: Mapping[str, tuple[str, ...]], runs: Mapping[str, int] | None = None
+                 ) -> None:
+        runs = runs or {}
+        run_patterns = {chars: "[" + "".join(map(re.escape, chars)) + f"]{{{n},}}" for chars, n in runs.items()}
+        self._whole = r"^\s*(?:" + start + ")|" + "|".join([*anywhere, *run_patterns.values()])
         self._start = re.compile(r"\s*(?:" + start + ")")
         self._anywhere = [(needles, re.compile(rx)) for rx, needles in anywhere.items()]
+        self._runs = [(chars, n, re.compile(run_patterns[chars])) for chars, n in runs.items()]
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -73,6 +80,9 @@ class LineTest:
             else:
                 if rx.search(text) is not None:
                     return True
+        for chars, n, rx in self._runs:
+            if COMPILED.has_run(text, chars, n) if COMPILED else rx.search(text) is not None:
+                return True
         return False
 
 
@@ -106,8 +116,8 @@ is_routine = LineTest(
     r"added \d+ packages?|up to date, audited|npm (?:WARN|notice))"
     r"|[=\-_*# ]*(?:ERRORS?|FAILURES?|FAILED|WARNINGS?|PASSED|short test summary info)[=\-_*#: ]*$",
     {r"\d{1,3}%\s*\|[^|]*\|": ("%", "|"),  # tqdm
-     r"[━█▉▊▋▌▍▎▏#=>]{8,}": (),  # progress bars
-     r"\b\d+(?:\.\d+)?\s?[kKMG]i?B/s\b": ("B/s",), r"\beta \d+:\d\d": ("eta ",)})
+     r"\b\d+(?:\.\d+)?\s?[kKMG]i?B/s\b": ("B/s",), r"\beta \d+:\d\d": ("eta ",)},
+    {"━█▉▊▋▌▍▎▏#=>": 8})  # progress bars
 # a line of code (a numbered line of a file listing, a statement, a comment, markup), not prose or data
 is_code = LineTest(r"\d+\s*[:→|]|\d+\s+\S|(?:def|class|import|from|return|raise|except|try|if|elif|else|"
                    r"for|while|with|async|await|const|let|var|function|fn|pub|case|catch|throw|assert)\b|"
