@@ -286,7 +286,7 @@ static int read_words(PyObject *words) {
 #define MAX_NEEDLES 32
 
 typedef struct {
-    unsigned char first[128];    /* bit 1: a start; bit 2: the first character of a needle */
+    unsigned char start[128];    /* whether a listed line may begin with the character */
     unsigned int by_first[128];  /* bit k: needle k begins with the character */
     const char *needle[MAX_NEEDLES];
     Py_ssize_t len[MAX_NEEDLES];
@@ -337,10 +337,10 @@ static int read_lines(PyObject *starts, PyObject *needles, Lines *ln) {
         PyErr_SetString(PyExc_ValueError, "error_lines: starts is ASCII, needles at most 32 strings");
         return 0;
     }
-    memset(ln->first, 0, sizeof ln->first);
+    memset(ln->start, 0, sizeof ln->start);
     memset(ln->by_first, 0, sizeof ln->by_first);
     for (Py_ssize_t i = 0; i < PyUnicode_GET_LENGTH(starts); i++)
-        ln->first[PyUnicode_1BYTE_DATA(starts)[i]] |= 1;
+        ln->start[PyUnicode_1BYTE_DATA(starts)[i]] = 1;
     for (Py_ssize_t k = 0; k < count; k++) {
         PyObject *w = PyTuple_GET_ITEM(needles, k);
         if (!PyUnicode_Check(w) || !PyUnicode_IS_ASCII(w) || PyUnicode_GET_LENGTH(w) == 0) {
@@ -349,7 +349,6 @@ static int read_lines(PyObject *starts, PyObject *needles, Lines *ln) {
         }
         ln->needle[k] = (const char *)PyUnicode_1BYTE_DATA(w);
         ln->len[k] = PyUnicode_GET_LENGTH(w);
-        ln->first[(unsigned char)ln->needle[k][0]] |= 2;
         ln->by_first[(unsigned char)ln->needle[k][0]] |= 1U << k;
     }
     return 1;

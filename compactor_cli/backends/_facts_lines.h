@@ -2,14 +2,18 @@
  * Py_UCS4, and F(name) names this width's copy (_facts.c includes this file once for each, the
  * Py_UCS4 copy first: a tagged line of any width is read from a Py_UCS4 buffer). */
 
-/* The first c in [a, b) of s, or b. */
-static Py_ssize_t F(find)(const CHAR *s, Py_ssize_t a, Py_ssize_t b, Py_UCS4 c) {
-    if (sizeof(CHAR) == 1) {
-        const void *hit = a < b ? memchr(s + a, (int)c, (size_t)(b - a)) : NULL;
-        return hit ? (const CHAR *)hit - s : b;
+/* The end of the line that starts at a (the next "\n", or n); *tagged: whether it holds a "<". */
+static Py_ssize_t F(line_end)(const CHAR *s, Py_ssize_t a, Py_ssize_t n, int *tagged) {
+    if (sizeof(CHAR) == 1) { /* memchr, twice, beats one loop over both */
+        const void *hit = a < n ? memchr(s + a, '\n', (size_t)(n - a)) : NULL;
+        Py_ssize_t b = hit ? (const CHAR *)hit - s : n;
+        *tagged = a < b && memchr(s + a, '<', (size_t)(b - a)) != NULL;
+        return b;
     }
-    while (a < b && s[a] != c)
-        a++;
+    int seen = 0;
+    for (; a < n && s[a] != '\n'; a++)
+        seen |= s[a] == '<';
+    *tagged = seen;
     return a;
 }
 
@@ -67,12 +71,12 @@ static int F(listed)(const CHAR *s, Py_ssize_t a, Py_ssize_t b, const Lines *ln)
         b--;
     if (a == b)
         return 0;
-    if (s[a] < 128 && (ln->first[s[a]] & 1))
+    if (s[a] < 128 && ln->start[s[a]])
         return 1;
     int words = b - a <= ln->word_max;
     for (Py_ssize_t p = a; p < b; p++) {
         Py_UCS4 c = s[p];
-        if (c < 128 && (ln->first[c] & 2)) {
+        if (c < 128) {
             for (unsigned int m = ln->by_first[c]; m; m &= m - 1) {
                 int k = lowest_bit(m);
                 Py_ssize_t len = ln->len[k], i = 1;
@@ -95,15 +99,8 @@ static int F(listed)(const CHAR *s, Py_ssize_t a, Py_ssize_t b, const Lines *ln)
 static int F(lines)(const CHAR *s, Py_ssize_t n, const Lines *ln, PyObject *out, Py_UCS4 **buf, Py_ssize_t *room) {
     Py_ssize_t index = 0;
     for (Py_ssize_t a = 0; a <= n; a++, index++) {
-        Py_ssize_t b = a;
-        int listed, tagged = 0;
-        if (sizeof(CHAR) == 1) {
-            b = F(find)(s, a, n, '\n');
-            tagged = F(find)(s, a, b, '<') < b;
-        } else {
-            for (; b < n && s[b] != '\n'; b++)
-                tagged |= s[b] == '<';
-        }
+        int listed, tagged;
+        Py_ssize_t b = F(line_end)(s, a, n, &tagged);
         if (tagged) {
             if (b - a > *room) {
                 PyMem_Free(*buf);
